@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Real Apache Kafka for the integration tests, fetched from Maven Central.
+#
+#   scripts/kafka.sh fetch    download the broker jars (cached) with Maven
+#   scripts/kafka.sh start    format storage and start one KRaft broker+controller,
+#                             wait until it answers metadata, print the bootstrap address
+#   scripts/kafka.sh stop     SIGTERM the broker and wait for it to exit
+#   scripts/kafka.sh status   print the bootstrap address if the broker answers
+#
+# Environment:
+#   KAFKA_PORT       client port on 127.0.0.1 (default 39092; the controller uses +1)
+#   KAFKA_HEAP       JVM heap (default 512m)
+#   KAFKA_CACHE_DIR  where jars are cached (default ${XDG_CACHE_HOME:-~/.cache}/eventlogging)
+#   KAFKA_RUN_DIR    data, config, log and pid file (default ${TMPDIR:-/tmp}/eventlogging-kafka-$KAFKA_PORT)
+#
+# The Kafka version is pinned in scripts/kafka/pom.xml and nowhere else.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+pom="$here/kafka/pom.xml"
+version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom")
+port=${KAFKA_PORT:-39092}
+cport=$((port + 1))
+heap=${KAFKA_HEAP:-512m}
+cache=${KAFKA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/eventlogging}
+libs="$cache/kafka-$version/libs"
+run=${KAFKA_RUN_DIR:-${TMPDIR:-/tmp}/eventlogging-kafka-$port}
+addr="127.0.0.1:$port"
+
+log() { printf 'kafka.sh: %s\n' "$*" >&2; }
+
+fetch() {
+	if [ -f "$libs/.complete" ]; then
+		return 0
+	fi
+	log "fetching Apache Kafka $version jars with Maven into $libs"
+	rm -rf "$libs"
+	mkdir -p "$libs"
+	mvn -B -q -Dstyle.color=never -f "$pom" dependency:copy-dependencies \
+		-DoutputDirectory="$libs" -DincludeScope=runtime
+	ls "$libs"/kafka_2.13-"$version".jar >/dev/null
+	touch "$libs/.complete"
+}
+
+# answers succeeds when the broker returns metadata (a real Kafka request, not a port probe).
+answers() {
+	kcat -L -b "$addr" -m 2 >/dev/null 2>&1
+}
+
+pid_alive() {
+	[ -f "$run/kafka.pid" ] && kill -0 "$(cat "$run/kafka.pid")" 2>/dev/null
+}
+
+start() {
+	command -v java >/dev/null || { log "java not found"; exit 1; }
+	command -v kcat >/dev/null || { log "kcat not found (apt-get install kcat)"; exit 1; }
+	fetch
+	if pid_alive && answers; then
+		log "already running at $addr"
+		echo "$addr"
+		return 0
+	fi
+	rm -rf "$run"
+	mkdir -p "$run/data"
+	cat >"$run/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$run/data
+auto.create.topics.enable=false
+num.partitions=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.segment.bytes=67108864
+log.cleaner.dedupe.buffer.size=8388608
+EOF
+	local cp="$libs/*"
+	local jvm=(-Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -Djava.awt.headless=true
+		-Dlog4j2.configurationFile="$here/kafka/log4j2.properties")
+	local cluster
+	cluster=$(java -cp "$cp" "${jvm[@]}" kafka.tools.StorageTool random-uuid)
+	java -cp "$cp" "${jvm[@]}" kafka.tools.StorageTool format \
+		-t "$cluster" -c "$run/server.properties" >"$run/format.log" 2>&1 ||
+		{ cat "$run/format.log" >&2; exit 1; }
+	log "starting Kafka $version at $addr (run dir $run)"
+	nohup java -cp "$cp" "${jvm[@]}" kafka.Kafka "$run/server.properties" \
+		>"$run/kafka.log" 2>&1 </dev/null &
+	echo $! >"$run/kafka.pid"
+	local deadline=$((SECONDS + 120))
+	until answers; do
+		if ! pid_alive; then
+			log "broker exited during start-up; last log lines:"
+			tail -n 40 "$run/kafka.log" >&2
+			exit 1
+		fi
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			log "broker did not answer metadata within 120s"
+			tail -n 40 "$run/kafka.log" >&2
+			exit 1
+		fi
+		sleep 0.3
+	done
+	log "ready at $addr after ${SECONDS}s"
+	echo "$addr"
+}
+
+stop() {
+	if ! pid_alive; then
+		log "not running"
+		return 0
+	fi
+	local pid
+	pid=$(cat "$run/kafka.pid")
+	kill -TERM "$pid"
+	local deadline=$((SECONDS + 60))
+	while kill -0 "$pid" 2>/dev/null; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			log "broker did not stop within 60s; sending SIGKILL"
+			kill -KILL "$pid" 2>/dev/null || true
+			break
+		fi
+		sleep 0.2
+	done
+	rm -f "$run/kafka.pid"
+	log "stopped"
+}
+
+case "${1:-}" in
+fetch) fetch ;;
+start) start ;;
+stop) stop ;;
+status) if answers; then echo "$addr"; else log "not answering at $addr"; exit 1; fi ;;
+*)
+	sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+	exit 2
+	;;
+esac

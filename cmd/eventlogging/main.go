@@ -1,0 +1,111 @@
+// Command eventlogging runs every role of the EventLogging pipeline: one
+// binary, one subcommand per role.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `eventlogging — an analytics event pipeline on Kafka.
+
+Usage:
+  eventlogging <command> [flags]
+
+Commands:
+  process        validate raw events from Kafka and route them to per-schema
+                 and error topics; with --from, process a file or stdin offline
+  check-config   validate a configuration file and print the effective config
+  version        print the version
+
+Run "eventlogging <command> --help" for the flags of a command.
+Every setting can come from the YAML file given with --config, from the
+environment (EVENTLOGGING_<SECTION>_<KEY>, e.g. EVENTLOGGING_KAFKA_BROKERS),
+or from flags, in increasing order of precedence.
+`
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// errUsage marks command-line mistakes (exit status 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))
+	slog.SetDefault(logger)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "process":
+		err = runProcess(ctx, rest, stdin, stdout, stderr, logger)
+	case "check-config":
+		err = runCheckConfig(rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "eventlogging", version)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "eventlogging: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(stderr, "eventlogging:", err)
+		return 2
+	default:
+		logger.Error("exiting", "err", err)
+		return 1
+	}
+}
+
+func logLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(os.Getenv("EVENTLOGGING_LOG_LEVEL"))); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+// newFlagSet returns a flag set that prints its usage with a header.
+func newFlagSet(name, header string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "%s\nFlags:\n", header)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags wraps flag errors as usage errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %s: %w", errUsage, fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: %s: unexpected arguments %q", errUsage, fs.Name(), fs.Args())
+	}
+	return nil
+}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/eventlogging/eventlogging/internal/config"
+	"github.com/eventlogging/eventlogging/internal/iphash"
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/lineformat"
+	"github.com/eventlogging/eventlogging/internal/process"
+	"github.com/eventlogging/eventlogging/internal/schema"
+)
+
+const processHelp = `Usage:
+  eventlogging process [--config FILE] [flags]            Kafka consumer group
+  eventlogging process --from FILE|- --to - [flags]       offline
+
+Reads raw events, validates each against its schema and writes valid events
+as capsules to eventlogging_<Schema> and eventlogging-valid-mixed, invalid
+ones with the reasons to eventlogging_EventError.
+
+Kafka mode joins the consumer group (process.group) over the raw topics
+(process.inputs, each with its line format), commits offsets only after every
+output of a batch is acknowledged by all in-sync replicas, and stops
+gracefully on SIGTERM. The IP-hash key is shared by every processor through a
+compacted topic (process.ip_key_topic).
+
+Offline mode reads raw lines from a file or stdin and prints every output
+record as one JSON line {"topic": "...", "key": null, "value": {...}} — the
+same processing function as the Kafka path.
+
+Line format specifiers: %q url-encoded JSON capsule, %j plain JSON capsule,
+%t YYYY-MM-DDTHH:MM:SS receive time, %D ISO-8601 dt, %h client IP, %o ignored,
+%{name}s string, %{name}d integer, %{name}i up to the next TAB. A space
+matches any run of whitespace.`
+
+type processFlags struct {
+	config, brokers, group, rawTopic                    string
+	from, to, format, schemas                           string
+	ip, ipHashAlg, ipHashKeyHex                         string
+	trust                                               bool
+	mixedTopic, mixedExclude, errorTopic, topicTemplate string
+}
+
+func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) error {
+	fs := newFlagSet("process", processHelp, stderr)
+	var f processFlags
+	fs.StringVar(&f.config, "config", "", "configuration file (YAML)")
+	fs.StringVar(&f.brokers, "kafka-brokers", "", "Kafka bootstrap addresses, comma-separated (kafka.brokers)")
+	fs.StringVar(&f.group, "group", "", "consumer group (process.group, default eventlogging-processor)")
+	fs.StringVar(&f.rawTopic, "raw-topic", "", "consume only this raw topic, read with --format (replaces process.inputs)")
+	fs.StringVar(&f.from, "from", "", "offline: read raw lines from FILE, or - for stdin")
+	fs.StringVar(&f.to, "to", "-", "offline: write output records to FILE, or - for stdout")
+	fs.StringVar(&f.format, "format", "", "line format of the raw records (default "+config.DefaultRawFormat+")")
+	fs.StringVar(&f.schemas, "schemas", "", "schema folder <Name>/<revision>.json|yaml (process.schemas_dir, default ./schemas)")
+	fs.StringVar(&f.ip, "ip", "", "client IP policy: hash, drop or keep (process.ip, default hash)")
+	fs.StringVar(&f.ipHashAlg, "ip-hash-alg", "", "HMAC for --ip hash: sha256 or sha1 (process.ip_hash_alg, default sha256)")
+	fs.StringVar(&f.ipHashKeyHex, "ip-hash-key-hex", "", "offline: the raw HMAC key bytes in hex, for reproducible hashes (default: a random key)")
+	fs.BoolVar(&f.trust, "trust-client-capsule-fields", false, "let client-sent recvFrom, seqId, timestamp, clientIp override server values (the 2015 behaviour)")
+	fs.StringVar(&f.mixedTopic, "mixed-topic", "", `topic receiving every valid event too ("-" disables; default eventlogging-valid-mixed)`)
+	fs.StringVar(&f.mixedExclude, "mixed-exclude", "", "regex of schemas kept out of the mixed topic")
+	fs.StringVar(&f.errorTopic, "error-topic", "", "topic of EventErrors (default eventlogging_EventError)")
+	fs.StringVar(&f.topicTemplate, "topic-template", "", "per-schema topic name, with {schema} and {revision} (default eventlogging_{schema})")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		return err
+	}
+	f.apply(&cfg)
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if f.from != "" {
+		return processOffline(ctx, cfg, f, stdin, stdout, log)
+	}
+	if f.ipHashKeyHex != "" {
+		return fmt.Errorf("%w: process: --ip-hash-key-hex is for offline mode; Kafka mode shares its key through %s", errUsage, cfg.Process.IPKeyTopic)
+	}
+	return processKafka(ctx, cfg, log)
+}
+
+// apply lays flags over the loaded configuration.
+func (f processFlags) apply(c *config.Config) {
+	p := &c.Process
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	if f.brokers != "" {
+		c.Kafka.Brokers = strings.Split(f.brokers, ",")
+	}
+	set(&p.Group, f.group)
+	set(&p.SchemasDir, f.schemas)
+	set(&p.IP, f.ip)
+	set(&p.IPHashAlg, f.ipHashAlg)
+	set(&p.MixedTopic, f.mixedTopic)
+	set(&p.MixedExclude, f.mixedExclude)
+	set(&p.ErrorTopic, f.errorTopic)
+	set(&p.TopicTemplate, f.topicTemplate)
+	if f.trust {
+		p.TrustClientCapsuleFields = true
+	}
+	switch {
+	case f.rawTopic != "":
+		format := f.format
+		if format == "" {
+			format = config.DefaultRawFormat
+		}
+		p.Inputs = []config.Input{{Topic: f.rawTopic, Format: format}}
+	case f.format != "":
+		for i := range p.Inputs {
+			p.Inputs[i].Format = f.format
+		}
+	}
+}
+
+// newProcessor builds the processing function from the configuration.
+func newProcessor(c config.Config, hasher process.IPHasher) (*process.Processor, error) {
+	p := c.Process
+	policy, err := process.ParseIPPolicy(p.IP)
+	if err != nil {
+		return nil, err
+	}
+	var exclude *regexp.Regexp
+	if p.MixedExclude != "" {
+		exclude = regexp.MustCompile(p.MixedExclude) // validated by config.Validate
+	}
+	if st, err := os.Stat(p.SchemasDir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("schema folder %q: not a readable directory (set --schemas or process.schemas_dir)", p.SchemasDir)
+	}
+	res := schema.NewResolver(schema.NewDirSource(p.SchemasDir), schema.ResolverConfig{NegativeTTL: p.NegativeCacheTTL})
+	return process.New(res, hasher, process.Config{
+		IPPolicy:                 policy,
+		TrustClientCapsuleFields: p.TrustClientCapsuleFields,
+		TopicTemplate:            p.TopicTemplate,
+		MixedTopic:               p.MixedTopic,
+		MixedExclude:             exclude,
+		ErrorTopic:               p.ErrorTopic,
+	})
+}
+
+func processOffline(ctx context.Context, c config.Config, f processFlags, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
+	if len(c.Process.Inputs) != 1 && f.format == "" {
+		return fmt.Errorf("%w: process: offline mode needs --format when the config has several inputs", errUsage)
+	}
+	format, err := lineformat.Compile(c.Process.Inputs[0].Format)
+	if err != nil {
+		return err
+	}
+	if err := process.CheckFormat(format.String()); err != nil {
+		return err
+	}
+	alg, err := iphash.ParseAlg(c.Process.IPHashAlg)
+	if err != nil {
+		return err
+	}
+	var key []byte
+	if f.ipHashKeyHex != "" {
+		if key, err = hex.DecodeString(f.ipHashKeyHex); err != nil || len(key) == 0 {
+			return fmt.Errorf("%w: process: --ip-hash-key-hex: not a hex string", errUsage)
+		}
+	} else {
+		key = make([]byte, 64)
+		_, _ = rand.Read(key) // never fails (crypto/rand)
+		if c.Process.IP == "hash" {
+			log.Warn("offline: no --ip-hash-key-hex, hashing client IPs with a random key; hashes differ from run to run")
+		}
+	}
+	proc, err := newProcessor(c, iphash.NewHasher(alg, key))
+	if err != nil {
+		return err
+	}
+	in := stdin
+	if f.from != "-" {
+		file, err := os.Open(f.from)
+		if err != nil {
+			return fmt.Errorf("process --from: %w", err)
+		}
+		defer file.Close()
+		in = file
+	}
+	out := stdout
+	if f.to != "-" {
+		file, err := os.Create(f.to)
+		if err != nil {
+			return fmt.Errorf("process --to: %w", err)
+		}
+		defer file.Close()
+		out = file
+	}
+	_, err = proc.RunOffline(ctx, format, in, out, log)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// rotatingHasher hashes with the rotator's current key.
+type rotatingHasher struct{ r *iphash.Rotator }
+
+func (h rotatingHasher) Hash(ip string) string { return h.r.Current().Hash(ip) }
+
+func processKafka(ctx context.Context, c config.Config, log *slog.Logger) error {
+	log = log.With("component", "process")
+	kc := kafka.Config{Brokers: c.Kafka.Brokers, ClientID: c.Kafka.ClientID, Linger: c.Kafka.Linger, Logger: log}
+	var inputs []process.Input
+	var rawTopics []string
+	for _, in := range c.Process.Inputs {
+		format, err := lineformat.Compile(in.Format)
+		if err != nil {
+			return err
+		}
+		if err := process.CheckFormat(in.Format); err != nil {
+			return err
+		}
+		inputs = append(inputs, process.Input{Topic: in.Topic, Format: format})
+		rawTopics = append(rawTopics, in.Topic)
+	}
+	topicDefaults := kafka.TopicDefaults{Partitions: c.Kafka.Partitions, ReplicationFactor: c.Kafka.ReplicationFactor}
+
+	// Create the raw, error and mixed topics before consuming.
+	admin, err := kafka.NewClient(kc)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	want := append([]string{c.Process.ErrorTopic}, rawTopics...)
+	if c.Process.MixedTopic != "-" {
+		want = append(want, c.Process.MixedTopic)
+	}
+	if err := kafka.NewTopics(admin, topicDefaults).Ensure(ctx, want...); err != nil {
+		return err
+	}
+
+	var hasher process.IPHasher
+	var rot *iphash.Rotator
+	if c.Process.IP == "hash" {
+		alg, err := iphash.ParseAlg(c.Process.IPHashAlg)
+		if err != nil {
+			return err
+		}
+		store, err := kafka.NewKeyStore(kc, c.Process.IPKeyTopic)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		if err := store.EnsureTopic(ctx, c.Kafka.ReplicationFactor); err != nil {
+			return err
+		}
+		rot = iphash.NewRotator(store, iphash.RotatorConfig{Alg: alg, Period: c.Process.IPKeyPeriod, Logger: log})
+		if err := rot.Init(ctx); err != nil {
+			return fmt.Errorf("ip-hash key: %w", err)
+		}
+		hasher = rotatingHasher{rot}
+	}
+	proc, err := newProcessor(c, hasher)
+	if err != nil {
+		return err
+	}
+	tf, err := proc.Transform(inputs)
+	if err != nil {
+		return err
+	}
+	pipe, err := kafka.NewPipe(kafka.PipeConfig{
+		Kafka:              kc,
+		Group:              c.Process.Group,
+		Topics:             rawTopics,
+		Parallelism:        c.Process.Parallelism,
+		MaxPollRecords:     c.Process.MaxPollRecords,
+		SessionTimeout:     c.Kafka.SessionTimeout,
+		OutputTopics:       topicDefaults,
+		CreateOutputTopics: true,
+		Logger:             log,
+	}, tf)
+	if err != nil {
+		return err
+	}
+	log.Info("processing", "group", c.Process.Group, "topics", rawTopics, "brokers", c.Kafka.Brokers)
+	g, gctx := errgroup.WithContext(ctx)
+	if rot != nil {
+		g.Go(func() error { return rot.Run(gctx) })
+	}
+	g.Go(func() error { return pipe.Run(gctx) })
+	return g.Wait()
+}

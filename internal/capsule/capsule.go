@@ -1,0 +1,64 @@
+package capsule
+
+import (
+	"strconv"
+	"time"
+)
+
+// Capsule is a valid event wrapped with the fields the pipeline adds. String
+// fields that are empty and SeqID without HasSeqID are omitted from the JSON.
+type Capsule struct {
+	Event     map[string]any // the validated event, decoded with json.Decoder.UseNumber
+	Schema    string
+	Revision  int64
+	Wiki      string
+	WebHost   string
+	RecvFrom  string
+	SeqID     int64
+	HasSeqID  bool
+	Timestamp int64 // receive time, epoch seconds
+	DT        string
+	UUID      string
+	UserAgent string
+	ClientIP  string // per IP policy: hashed, raw, or empty (dropped)
+	Topic     string // the per-schema topic the event is routed to
+}
+
+// AppendJSON appends the capsule as one compact JSON object to b.
+func (c *Capsule) AppendJSON(b []byte) []byte {
+	b = append(b, `{"event":`...)
+	b = AppendValue(b, c.Event)
+	b = append(b, `,"schema":`...)
+	b = AppendString(b, c.Schema)
+	b = append(b, `,"revision":`...)
+	b = strconv.AppendInt(b, c.Revision, 10)
+	b = appendOptString(b, `,"wiki":`, c.Wiki)
+	b = appendOptString(b, `,"webHost":`, c.WebHost)
+	b = appendOptString(b, `,"recvFrom":`, c.RecvFrom)
+	if c.HasSeqID {
+		b = append(b, `,"seqId":`...)
+		b = strconv.AppendInt(b, c.SeqID, 10)
+	}
+	b = append(b, `,"timestamp":`...)
+	b = strconv.AppendInt(b, c.Timestamp, 10)
+	b = appendOptString(b, `,"dt":`, c.DT)
+	b = appendOptString(b, `,"uuid":`, c.UUID)
+	b = appendOptString(b, `,"userAgent":`, c.UserAgent)
+	b = appendOptString(b, `,"clientIp":`, c.ClientIP)
+	b = appendOptString(b, `,"topic":`, c.Topic)
+	return append(b, '}')
+}
+
+func appendOptString(b []byte, key, v string) []byte {
+	if v == "" {
+		return b
+	}
+	b = append(b, key...)
+	return AppendString(b, v)
+}
+
+// FormatDT formats a receive time as the ISO-8601 UTC `dt` field,
+// e.g. 2013-01-19T23:16:38Z (second precision, as the original).
+func FormatDT(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05Z")
+}

@@ -1,0 +1,52 @@
+package capsule
+
+import (
+	"encoding/hex"
+	"strconv"
+
+	"github.com/google/uuid"
+)
+
+// UUID returns the event uuid of the original EventLogging: UUIDv5 in the URL
+// namespace of "event://{recvFrom}/?seqId={seqId}&timestamp={ts10}", where
+// ts10 is the first 10 characters of the decimal timestamp, written as 32
+// lowercase hex digits. It is deterministic, so replays are idempotent.
+func UUID(recvFrom string, seqID, timestamp int64) string {
+	var buf [160]byte
+	b := append(buf[:0], "event://"...)
+	b = append(b, recvFrom...)
+	b = append(b, "/?seqId="...)
+	b = strconv.AppendInt(b, seqID, 10)
+	b = append(b, "&timestamp="...)
+	var tsBuf [24]byte
+	ts := strconv.AppendInt(tsBuf[:0], timestamp, 10)
+	if len(ts) > 10 {
+		ts = ts[:10]
+	}
+	b = append(b, ts...)
+	return hexUUID(b)
+}
+
+// UUIDFromDT is the later (2017+) variant keyed by the ISO-8601 receive time:
+// "event://{recvFrom}/?seqId={seqId}&dt={dt}".
+func UUIDFromDT(recvFrom string, seqID int64, dt string) string {
+	b := make([]byte, 0, 64+len(recvFrom)+len(dt))
+	b = append(b, "event://"...)
+	b = append(b, recvFrom...)
+	b = append(b, "/?seqId="...)
+	b = strconv.AppendInt(b, seqID, 10)
+	b = append(b, "&dt="...)
+	b = append(b, dt...)
+	return hexUUID(b)
+}
+
+// UUIDFromURL hashes an arbitrary event URL the same way (used for error
+// records, keyed by their Kafka coordinates).
+func UUIDFromURL(url string) string { return hexUUID([]byte(url)) }
+
+func hexUUID(name []byte) string {
+	u := uuid.NewSHA1(uuid.NameSpaceURL, name)
+	var out [32]byte
+	hex.Encode(out[:], u[:])
+	return string(out[:])
+}

@@ -1,0 +1,268 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/lineformat"
+)
+
+// DefaultRawFormat is the varnishkafka-style TSV layout of raw client-side
+// records: url-encoded capsule, receiving host, sequence number, receive
+// time, client IP, User-Agent.
+const DefaultRawFormat = "%q %{recvFrom}s %{seqId}d %t %h %{userAgent}i"
+
+// Config is the whole configuration file.
+type Config struct {
+	Kafka   Kafka   `yaml:"kafka"`
+	Process Process `yaml:"process"`
+}
+
+// Kafka is how every role reaches the cluster.
+type Kafka struct {
+	// Brokers: bootstrap addresses. Env EVENTLOGGING_KAFKA_BROKERS (comma-separated).
+	Brokers []string `yaml:"brokers"`
+	// ClientID names the clients in broker logs.
+	ClientID string `yaml:"client_id"`
+	// Partitions of topics the pipeline creates.
+	Partitions int32 `yaml:"partitions"`
+	// ReplicationFactor of topics the pipeline creates (-1: broker default).
+	ReplicationFactor int16 `yaml:"replication_factor"`
+	// Linger of the producers.
+	Linger time.Duration `yaml:"linger"`
+	// SessionTimeout of consumer group members.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+}
+
+// Input is one raw topic and its line format.
+type Input struct {
+	Topic  string `yaml:"topic"`
+	Format string `yaml:"format"`
+}
+
+// Process configures `eventlogging process`.
+type Process struct {
+	Group                    string        `yaml:"group"`
+	Inputs                   []Input       `yaml:"inputs"`
+	SchemasDir               string        `yaml:"schemas_dir"`
+	IP                       string        `yaml:"ip"`
+	IPHashAlg                string        `yaml:"ip_hash_alg"`
+	IPKeyTopic               string        `yaml:"ip_key_topic"`
+	IPKeyPeriod              time.Duration `yaml:"ip_key_period"`
+	TrustClientCapsuleFields bool          `yaml:"trust_client_capsule_fields"`
+	TopicTemplate            string        `yaml:"topic_template"`
+	MixedTopic               string        `yaml:"mixed_topic"`
+	MixedExclude             string        `yaml:"mixed_exclude"`
+	ErrorTopic               string        `yaml:"error_topic"`
+	NegativeCacheTTL         time.Duration `yaml:"negative_cache_ttl"`
+	MaxPollRecords           int           `yaml:"max_poll_records"`
+	Parallelism              int           `yaml:"parallelism"`
+}
+
+// Default returns the configuration used when a key is not set.
+func Default() Config {
+	return Config{
+		Kafka: Kafka{
+			Brokers:           []string{"127.0.0.1:9092"},
+			ClientID:          "eventlogging",
+			Partitions:        6,
+			ReplicationFactor: -1,
+			Linger:            5 * time.Millisecond,
+			SessionTimeout:    10 * time.Second,
+		},
+		Process: Process{
+			Group:            "eventlogging-processor",
+			Inputs:           []Input{{Topic: capsule.TopicClientSide, Format: DefaultRawFormat}},
+			SchemasDir:       "schemas",
+			IP:               "hash",
+			IPHashAlg:        "sha256",
+			IPKeyTopic:       "eventlogging_ip_key",
+			IPKeyPeriod:      90 * 24 * time.Hour,
+			TopicTemplate:    capsule.DefaultTopicTmpl,
+			MixedTopic:       capsule.TopicValidMixed,
+			ErrorTopic:       capsule.TopicEventError,
+			NegativeCacheTTL: 30 * time.Second,
+			MaxPollRecords:   20_000,
+		},
+	}
+}
+
+// Load reads path (if not empty) over the defaults, then applies environment
+// overrides, then validates.
+func Load(path string) (Config, error) {
+	c := Default()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return c, fmt.Errorf("config: %w", err)
+		}
+		if err := decodeStrict(data, &c); err != nil {
+			return c, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if err := applyEnv(&c, os.LookupEnv); err != nil {
+		return c, err
+	}
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Parse decodes YAML over the defaults and validates (no environment).
+func Parse(data []byte) (Config, error) {
+	c := Default()
+	if err := decodeStrict(data, &c); err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	return c, c.Validate()
+}
+
+func decodeStrict(data []byte, c *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	// An empty file (io.EOF) leaves the defaults.
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+var validGroup = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// Validate reports the first problem with the configuration, naming the key.
+func (c *Config) Validate() error {
+	if len(c.Kafka.Brokers) == 0 {
+		return errors.New("config: kafka.brokers: at least one broker address is required")
+	}
+	for _, b := range c.Kafka.Brokers {
+		if !strings.Contains(b, ":") {
+			return fmt.Errorf("config: kafka.brokers: %q is not host:port", b)
+		}
+	}
+	if c.Kafka.Partitions < 1 {
+		return fmt.Errorf("config: kafka.partitions: %d, want at least 1", c.Kafka.Partitions)
+	}
+	if c.Kafka.ReplicationFactor == 0 || c.Kafka.ReplicationFactor < -1 {
+		return fmt.Errorf("config: kafka.replication_factor: %d, want -1 (broker default) or at least 1", c.Kafka.ReplicationFactor)
+	}
+	p := &c.Process
+	if !validGroup.MatchString(p.Group) {
+		return fmt.Errorf("config: process.group: %q is not a valid consumer group name", p.Group)
+	}
+	if len(p.Inputs) == 0 {
+		return errors.New("config: process.inputs: at least one raw topic is required")
+	}
+	for i, in := range p.Inputs {
+		if !capsule.ValidTopicName(in.Topic) {
+			return fmt.Errorf("config: process.inputs[%d].topic: %q is not a valid topic name", i, in.Topic)
+		}
+		if _, err := lineformat.Compile(in.Format); err != nil {
+			return fmt.Errorf("config: process.inputs[%d].format: %w", i, err)
+		}
+	}
+	switch p.IP {
+	case "hash", "drop", "keep":
+	default:
+		return fmt.Errorf("config: process.ip: %q, want hash, drop or keep", p.IP)
+	}
+	switch p.IPHashAlg {
+	case "sha256", "sha1":
+	default:
+		return fmt.Errorf("config: process.ip_hash_alg: %q, want sha256 or sha1", p.IPHashAlg)
+	}
+	if p.IPKeyPeriod < time.Hour {
+		return fmt.Errorf("config: process.ip_key_period: %s, want at least 1h", p.IPKeyPeriod)
+	}
+	if _, err := capsule.ParseTopicTemplate(p.TopicTemplate); err != nil {
+		return fmt.Errorf("config: process.topic_template: %w", err)
+	}
+	if p.MixedTopic != "-" && !capsule.ValidTopicName(p.MixedTopic) {
+		return fmt.Errorf("config: process.mixed_topic: %q is not a valid topic name (\"-\" disables it)", p.MixedTopic)
+	}
+	if p.MixedExclude != "" {
+		if _, err := regexp.Compile(p.MixedExclude); err != nil {
+			return fmt.Errorf("config: process.mixed_exclude: %w", err)
+		}
+	}
+	if !capsule.ValidTopicName(p.ErrorTopic) {
+		return fmt.Errorf("config: process.error_topic: %q is not a valid topic name", p.ErrorTopic)
+	}
+	if !capsule.ValidTopicName(p.IPKeyTopic) {
+		return fmt.Errorf("config: process.ip_key_topic: %q is not a valid topic name", p.IPKeyTopic)
+	}
+	return nil
+}
+
+// applyEnv sets EVENTLOGGING_<SECTION>_<KEY> over the file's values, e.g.
+// EVENTLOGGING_KAFKA_BROKERS=a:9092,b:9092 or EVENTLOGGING_PROCESS_IP=drop.
+func applyEnv(c *Config, lookup func(string) (string, bool)) error {
+	root := reflect.ValueOf(c).Elem()
+	for i := range root.NumField() {
+		section := root.Type().Field(i).Tag.Get("yaml")
+		sv := root.Field(i)
+		for j := range sv.NumField() {
+			key := sv.Type().Field(j).Tag.Get("yaml")
+			name := "EVENTLOGGING_" + strings.ToUpper(section+"_"+key)
+			val, ok := lookup(name)
+			if !ok {
+				continue
+			}
+			if err := setFromString(sv.Field(j), val); err != nil {
+				return fmt.Errorf("config: %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func setFromString(f reflect.Value, s string) error {
+	switch f.Interface().(type) {
+	case time.Duration:
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		f.SetInt(int64(d))
+		return nil
+	case []string:
+		var parts []string
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				parts = append(parts, p)
+			}
+		}
+		f.Set(reflect.ValueOf(parts))
+		return nil
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(s)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return err
+		}
+		f.SetBool(b)
+	case reflect.Int, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(s, 10, f.Type().Bits())
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	default:
+		return fmt.Errorf("cannot be set from the environment (%s)", f.Type())
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TopicDefaults says how missing topics are created.
+type TopicDefaults struct {
+	// Partitions of a new topic; default 1.
+	Partitions int32
+	// ReplicationFactor of a new topic; default -1 (the broker's default).
+	ReplicationFactor int16
+	// Configs are topic configs such as retention.ms; nil for none.
+	Configs map[string]*string
+}
+
+// Topics creates topics on first use and remembers which exist. Safe for
+// concurrent use.
+type Topics struct {
+	adm      *kadm.Client
+	defaults TopicDefaults
+	mu       sync.Mutex
+	known    map[string]bool
+}
+
+// NewTopics administers topics through cl, which the caller keeps owning.
+func NewTopics(cl *kgo.Client, d TopicDefaults) *Topics {
+	if d.Partitions <= 0 {
+		d.Partitions = 1
+	}
+	if d.ReplicationFactor == 0 {
+		d.ReplicationFactor = -1
+	}
+	return &Topics{adm: kadm.NewClient(cl), defaults: d, known: map[string]bool{}}
+}
+
+// Ensure creates the topics that do not exist yet, with the defaults. Topics
+// that already exist are left as they are.
+func (t *Topics) Ensure(ctx context.Context, names ...string) error {
+	return t.EnsureWith(ctx, t.defaults, names...)
+}
+
+// EnsureWith is Ensure with explicit creation settings.
+func (t *Topics) EnsureWith(ctx context.Context, d TopicDefaults, names ...string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var missing []string
+	for _, n := range names {
+		if !t.known[n] {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if d.Partitions <= 0 {
+		d.Partitions = t.defaults.Partitions
+	}
+	if d.ReplicationFactor == 0 {
+		d.ReplicationFactor = t.defaults.ReplicationFactor
+	}
+	resp, err := t.adm.CreateTopics(ctx, d.Partitions, d.ReplicationFactor, d.Configs, missing...)
+	if err != nil {
+		return fmt.Errorf("create topics %v: %w", missing, err)
+	}
+	for _, r := range resp.Sorted() {
+		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %s: %w", r.Topic, r.Err)
+		}
+		t.known[r.Topic] = true
+	}
+	// Wait until the new topics' metadata has leaders, so the first produce
+	// does not race topic creation.
+	for {
+		md, err := t.adm.Metadata(ctx, missing...)
+		if err != nil {
+			return fmt.Errorf("metadata for %v: %w", missing, err)
+		}
+		ready := true
+		for _, td := range md.Topics {
+			if td.Err != nil || len(td.Partitions) == 0 {
+				ready = false
+				break
+			}
+			for _, p := range td.Partitions {
+				if p.Leader < 0 || p.Err != nil {
+					ready = false
+				}
+			}
+		}
+		if ready {
+			return nil
+		}
+		if err := waitABit(ctx); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config holds the settings every client of the pipeline shares. Zero values
+// are documented per field.
+type Config struct {
+	// Brokers are the bootstrap addresses (host:port); required. Only used
+	// to bootstrap: partition leaders are always taken from metadata.
+	Brokers []string
+	// ClientID names the client in broker logs; default "eventlogging".
+	ClientID string
+	// Linger is how long the producer waits to fill a batch; default 5ms.
+	Linger time.Duration
+	// MaxBufferedRecords bounds the producer's memory: Produce blocks when
+	// this many records are in flight; default 100,000.
+	MaxBufferedRecords int
+	// Logger receives the client's warnings and errors; default: discarded.
+	Logger *slog.Logger
+}
+
+// ErrNoBrokers is returned when Config.Brokers is empty.
+var ErrNoBrokers = errors.New("kafka: no brokers configured")
+
+func (c Config) opts() ([]kgo.Opt, error) {
+	var seeds []string
+	for _, b := range c.Brokers {
+		for _, s := range strings.Split(b, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				seeds = append(seeds, s)
+			}
+		}
+	}
+	if len(seeds) == 0 {
+		return nil, ErrNoBrokers
+	}
+	id := c.ClientID
+	if id == "" {
+		id = "eventlogging"
+	}
+	linger := c.Linger
+	if linger == 0 {
+		linger = 5 * time.Millisecond
+	}
+	maxBuf := c.MaxBufferedRecords
+	if maxBuf <= 0 {
+		maxBuf = 100_000
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.ClientID(id),
+		// Idempotent producer (franz-go's default) with acks from all
+		// in-sync replicas: a leader change neither loses nor duplicates.
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(linger),
+		kgo.MaxBufferedRecords(maxBuf),
+		kgo.ProducerBatchMaxBytes(1 << 20),
+	}
+	if c.Logger != nil {
+		opts = append(opts, kgo.WithLogger(slogAdapter{c.Logger}))
+	}
+	return opts, nil
+}
+
+// NewClient returns a plain producer/admin client for the configuration.
+func NewClient(c Config, extra ...kgo.Opt) (*kgo.Client, error) {
+	opts, err := c.opts()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append(opts, extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	return cl, nil
+}
+
+// Ping checks that a broker answers metadata requests.
+func Ping(ctx context.Context, cl *kgo.Client) error {
+	if err := cl.Ping(ctx); err != nil {
+		return fmt.Errorf("kafka ping: %w", err)
+	}
+	return nil
+}
+
+// slogAdapter routes franz-go's logs to slog, warnings and above only.
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+
+func (a slogAdapter) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	var l slog.Level
+	switch level {
+	case kgo.LogLevelError:
+		l = slog.LevelError
+	case kgo.LogLevelWarn:
+		l = slog.LevelWarn
+	case kgo.LogLevelInfo:
+		l = slog.LevelInfo
+	default:
+		l = slog.LevelDebug
+	}
+	a.l.Log(context.Background(), l, msg, keyvals...)
+}

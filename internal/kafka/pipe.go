@@ -1,0 +1,258 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Record is one consumed record.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Timestamp time.Time
+}
+
+// Message is one record to produce. Leaders are looked up per partition from
+// metadata by the client; nothing here names a broker.
+type Message struct {
+	Topic string
+	Key   []byte
+	Value []byte
+}
+
+// Transform turns consumed records into messages to produce. It is called
+// concurrently on disjoint, contiguous slices of a poll's records (each
+// slice in offset order per partition) and appends to out. It must not keep
+// recs after returning.
+type Transform func(ctx context.Context, recs []Record, out []Message) []Message
+
+// PipeConfig configures a consume→transform→produce→commit loop.
+type PipeConfig struct {
+	Kafka Config
+	// Group is the consumer group; required.
+	Group string
+	// Topics to consume; required.
+	Topics []string
+	// Parallelism is how many goroutines transform a poll; default GOMAXPROCS.
+	Parallelism int
+	// MaxPollRecords bounds one batch (and so memory); default 20,000.
+	MaxPollRecords int
+	// SessionTimeout of the group member; default 10s. A killed member's
+	// partitions move to the others after this long.
+	SessionTimeout time.Duration
+	// OutputTopics creates output topics before the first produce to them;
+	// nil means they must exist.
+	OutputTopics TopicDefaults
+	// CreateOutputTopics turns on the creation above.
+	CreateOutputTopics bool
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// OnBatch, if set, is called after each committed batch (for metrics and tests).
+	OnBatch func(consumed, produced int)
+}
+
+// Pipe runs one member of a consumer group: poll a batch, transform it in
+// parallel, produce every output, wait for all acknowledgements (acks=all),
+// then commit the batch's offsets. At-least-once: a crash before the commit
+// means the batch is processed again by whoever owns the partitions next.
+type Pipe struct {
+	cfg PipeConfig
+	tf  Transform
+}
+
+// NewPipe validates the configuration; Run starts the work.
+func NewPipe(cfg PipeConfig, tf Transform) (*Pipe, error) {
+	if cfg.Group == "" {
+		return nil, errors.New("kafka pipe: no consumer group")
+	}
+	if len(cfg.Topics) == 0 {
+		return nil, errors.New("kafka pipe: no topics to consume")
+	}
+	if len(cfg.Kafka.Brokers) == 0 {
+		return nil, ErrNoBrokers
+	}
+	if tf == nil {
+		return nil, errors.New("kafka pipe: nil transform")
+	}
+	if cfg.Parallelism <= 0 {
+		cfg.Parallelism = runtime.GOMAXPROCS(0)
+	}
+	if cfg.MaxPollRecords <= 0 {
+		cfg.MaxPollRecords = 20_000
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Pipe{cfg: cfg, tf: tf}, nil
+}
+
+// shutdownTimeout bounds the final produce and commit after ctx is done.
+const shutdownTimeout = 30 * time.Second
+
+// Run consumes until ctx is done, then finishes the batch in hand, commits it
+// and leaves the group. It returns nil after a graceful stop, or the error
+// that stopped it (nothing uncommitted is lost: it is consumed again).
+func (p *Pipe) Run(ctx context.Context) error {
+	log := p.cfg.Logger
+	cl, err := NewClient(p.cfg.Kafka,
+		kgo.ConsumerGroup(p.cfg.Group),
+		kgo.ConsumeTopics(p.cfg.Topics...),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.SessionTimeout(p.cfg.SessionTimeout),
+		kgo.HeartbeatInterval(p.cfg.SessionTimeout/10),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)
+	if err != nil {
+		return err
+	}
+	// Close leaves the group; by then every polled batch is committed.
+	defer cl.Close()
+	var topics *Topics
+	if p.cfg.CreateOutputTopics {
+		topics = NewTopics(cl, p.cfg.OutputTopics)
+	}
+	// work outlives ctx so the last batch can be finished and committed.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	stop := context.AfterFunc(ctx, func() {
+		time.AfterFunc(shutdownTimeout, cancelWork)
+	})
+	defer stop()
+
+	outs := make([][]Message, p.cfg.Parallelism)
+	for {
+		fetches := cl.PollRecords(ctx, p.cfg.MaxPollRecords)
+		if fetches.IsClientClosed() {
+			return nil
+		}
+		fetches.EachError(func(t string, part int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				log.Warn("fetch error", "topic", t, "partition", part, "err", err)
+			}
+		})
+		recs := toRecords(fetches)
+		if len(recs) > 0 {
+			produced, err := p.batch(work, cl, topics, recs, outs)
+			if err != nil {
+				return err
+			}
+			// Every output of the batch is acknowledged by all in-sync
+			// replicas: only now are the batch's offsets committed.
+			if err := cl.CommitUncommittedOffsets(work); err != nil {
+				return fmt.Errorf("commit offsets: %w", err)
+			}
+			if p.cfg.OnBatch != nil {
+				p.cfg.OnBatch(len(recs), produced)
+			}
+		}
+		cl.AllowRebalance()
+		if ctx.Err() != nil {
+			log.Info("stopping: batch committed, leaving group", "group", p.cfg.Group)
+			return nil
+		}
+	}
+}
+
+func toRecords(fetches kgo.Fetches) []Record {
+	n := 0
+	fetches.EachRecord(func(*kgo.Record) { n++ })
+	recs := make([]Record, 0, n)
+	fetches.EachRecord(func(r *kgo.Record) {
+		recs = append(recs, Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+	})
+	return recs
+}
+
+// batch transforms recs in parallel chunks and produces the outputs in input
+// order, returning once every produce is acknowledged.
+func (p *Pipe) batch(ctx context.Context, cl *kgo.Client, topics *Topics, recs []Record, outs [][]Message) (int, error) {
+	chunks := min(p.cfg.Parallelism, len(recs))
+	size := (len(recs) + chunks - 1) / chunks
+	var wg sync.WaitGroup
+	for i := range chunks {
+		lo, hi := i*size, min((i+1)*size, len(recs))
+		outs[i] = outs[i][:0]
+		if lo >= hi {
+			continue
+		}
+		wg.Go(func() { outs[i] = p.tf(ctx, recs[lo:hi], outs[i]) })
+	}
+	wg.Wait()
+	total := 0
+	for i := range chunks {
+		total += len(outs[i])
+	}
+	if topics != nil {
+		seen := map[string]bool{}
+		var names []string
+		for i := range chunks {
+			for _, m := range outs[i] {
+				if !seen[m.Topic] {
+					seen[m.Topic] = true
+					names = append(names, m.Topic)
+				}
+			}
+		}
+		if err := topics.Ensure(ctx, names...); err != nil {
+			return 0, err
+		}
+	}
+	return total, produceAll(ctx, cl, outs[:chunks])
+}
+
+// produceAll produces every message and waits for all acknowledgements.
+func produceAll(ctx context.Context, cl *kgo.Client, batches [][]Message) error {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for _, b := range batches {
+		for _, m := range b {
+			wg.Add(1)
+			cl.Produce(ctx, &kgo.Record{Topic: m.Topic, Key: m.Key, Value: m.Value}, func(r *kgo.Record, err error) {
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+					}
+					mu.Unlock()
+				}
+				wg.Done()
+			})
+		}
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// ProduceSync produces messages and waits until all are acknowledged.
+func ProduceSync(ctx context.Context, cl *kgo.Client, msgs []Message) error {
+	return produceAll(ctx, cl, [][]Message{msgs})
+}
+
+func waitABit(ctx context.Context) error {
+	t := time.NewTimer(50 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

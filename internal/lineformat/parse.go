@@ -1,0 +1,265 @@
+package lineformat
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+)
+
+// Fields is the result of parsing one line. Parse overwrites it and reuses
+// the capacity of its slices, so a caller can parse many lines with one
+// Fields and no allocations in the steady state beyond the strings of
+// changed field values. After a failed Parse its contents are unspecified.
+type Fields struct {
+	// Capsule is the capsule JSON from %q (decoded) or %j (as is), not
+	// parsed or validated; nil when the format has neither. It is
+	// Fields' own buffer, overwritten by the next Parse, never the line.
+	Capsule []byte
+	// Timestamp is the %t time in epoch seconds; HasTimestamp reports
+	// whether the format has %t.
+	Timestamp    int64
+	HasTimestamp bool
+	// DT is the %D text, checked to be RFC 3339 and kept as given; empty
+	// when the format has no %D.
+	DT string
+	// ClientIP is the %h text, not hashed; HasClientIP reports whether the
+	// format has %h.
+	ClientIP    string
+	HasClientIP bool
+	// Named holds the %{name}s, %{name}d and %{name}i fields in format
+	// order (see Format.Names and Format.NamedIndex).
+	Named []Field
+
+	spans []span // scratch: the match of each format element
+}
+
+// Field is one named field of a line.
+type Field struct {
+	// Name is the name in the format's %{name}.
+	Name string
+	// Str is the matched text: the value of %{name}s and %{name}i, the
+	// digits of %{name}d.
+	Str string
+	// Int is the value of %{name}d.
+	Int int64
+	// IsInt reports whether the field is a %{name}d.
+	IsInt bool
+}
+
+// Lookup returns the named field called name.
+func (fs *Fields) Lookup(name string) (Field, bool) {
+	for _, f := range fs.Named {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// span is the match of one format element, line[start:end].
+type span struct{ start, end int }
+
+// Parse parses line by the format into out. It returns nil or a
+// *ParseError: the line does not match (errors.Is(err, ErrNoMatch)), or a
+// field matched but its text is unusable (ErrBadEscape, ErrInvalidUTF8,
+// ErrIntRange, ErrBadTimestamp). Parse keeps no reference to line. Its work
+// is linear in the length of the line for every format the fast matcher
+// handles, and bounded by package regexp's guarantees for the others.
+func (f *Format) Parse(line []byte, out *Fields) error {
+	if cap(out.spans) < len(f.elems) {
+		out.spans = make([]span, len(f.elems))
+	}
+	spans := out.spans[:len(f.elems)]
+	if f.re == nil {
+		if i, pos, ok := f.matchFast(line, spans); !ok {
+			return newParseError(line, &f.elems[i], pos, ErrNoMatch)
+		}
+	} else if !f.matchRegexp(line, spans) {
+		return f.diagnose(line, spans)
+	}
+	return f.extract(line, spans, out)
+}
+
+// matchFast matches line greedily, element by element, without
+// backtracking, recording each element's match in spans. It is exact when
+// f.fastExact(). On failure it returns the failing element and the byte
+// offset where it failed.
+func (f *Format) matchFast(line []byte, spans []span) (failElem, failPos int, ok bool) {
+	p := 0
+	for i := range f.elems {
+		e := &f.elems[i]
+		start := p
+		switch e.kind {
+		case kindLiteral:
+			if len(line)-p < len(e.lit) || string(line[p:p+len(e.lit)]) != e.lit {
+				return i, p, false
+			}
+			p += len(e.lit)
+		case kindSpace:
+			p = scan(line, p, &wsSet)
+			if p-start < e.n {
+				return i, start, false
+			}
+			if e.spaceBeforeLastTab && p == len(line) {
+				// The regexp gives back whitespace to the final
+				// [^\t]+: the longest run of at least n that is
+				// followed by a non-TAB byte.
+				q := p - 1
+				for q >= start+e.n && line[q] == '\t' {
+					q--
+				}
+				if q < start+e.n {
+					return i + 1, p, false
+				}
+				p = q
+			}
+		case kindQuery:
+			if p >= len(line) || line[p] != '?' {
+				return i, p, false
+			}
+			p = scan(line, p+1, &nonWSSet)
+			if p == start+1 {
+				return i, start, false
+			}
+		case kindTime:
+			if !isNCSA(line[p:]) {
+				return i, p, false
+			}
+			p += ncsaLen
+		case kindInt:
+			p = scan(line, p, &digitSet)
+			if p == start {
+				return i, p, false
+			}
+		case kindTab:
+			if k := bytes.IndexByte(line[p:], '\t'); k >= 0 {
+				p += k
+			} else {
+				p = len(line)
+			}
+			if p == start {
+				return i, p, false
+			}
+		default: // %j %D %h %o %{name}s
+			p = scan(line, p, &nonWSSet)
+			if p == start {
+				return i, p, false
+			}
+		}
+		spans[i] = span{start, p}
+	}
+	return 0, 0, true
+}
+
+// scan returns the end of the run of bytes in set that starts at line[p].
+func scan(line []byte, p int, set *byteSet) int {
+	for p < len(line) && set[line[p]] {
+		p++
+	}
+	return p
+}
+
+// matchRegexp matches line with the fallback regexp, recording the match
+// of each capturing element in spans.
+func (f *Format) matchRegexp(line []byte, spans []span) bool {
+	loc := f.re.FindSubmatchIndex(line)
+	if loc == nil {
+		return false
+	}
+	for i, g := range f.reGroup {
+		if g > 0 {
+			spans[i] = span{loc[2*g], loc[2*g+1]}
+		}
+	}
+	return true
+}
+
+// diagnose builds the error for a line the regexp did not match: the
+// greedy matcher's view of where it fails, which is a fair account of it.
+func (f *Format) diagnose(line []byte, spans []span) error {
+	if i, pos, ok := f.matchFast(line, spans); !ok {
+		return newParseError(line, &f.elems[i], pos, ErrNoMatch)
+	}
+	// Unreachable: a greedy match is a match of the regexp too.
+	return &ParseError{Spec: f.format, Excerpt: excerpt(line, 0), Err: ErrNoMatch}
+}
+
+// extract converts the matched text into out.
+func (f *Format) extract(line []byte, spans []span, out *Fields) error {
+	prevDT, prevIP := out.DT, out.ClientIP
+	out.Timestamp, out.HasTimestamp = 0, f.hasTime
+	out.DT, out.ClientIP, out.HasClientIP = "", "", f.hasClientIP
+	if !f.hasCapsule {
+		out.Capsule = nil
+	}
+	if cap(out.Named) < len(f.names) {
+		named := make([]Field, len(f.names))
+		copy(named, out.Named) // keep old values for reuse
+		out.Named = named
+	}
+	out.Named = out.Named[:len(f.names)]
+	for i := range f.elems {
+		e := &f.elems[i]
+		s := spans[i]
+		text := line[s.start:s.end]
+		switch e.kind {
+		case kindQuery:
+			if out.Capsule == nil {
+				out.Capsule = make([]byte, 0, len(text))
+			}
+			buf, pos, err := decodeQuery(out.Capsule[:0], text)
+			if err != nil {
+				return newParseError(line, e, s.start+pos, err)
+			}
+			out.Capsule = buf
+		case kindJSON:
+			out.Capsule = append(out.Capsule[:0], text...)
+		case kindTime:
+			ts, err := parseNCSA(text)
+			if err != nil {
+				return newParseError(line, e, s.start, err)
+			}
+			out.Timestamp = ts
+		case kindDT:
+			out.DT = reuse(prevDT, text)
+			if _, err := time.Parse(time.RFC3339, out.DT); err != nil {
+				return newParseError(line, e, s.start, fmt.Errorf("%w: not RFC 3339", ErrBadTimestamp))
+			}
+		case kindClientIP:
+			out.ClientIP = reuse(prevIP, text)
+		case kindString, kindTab:
+			fl := &out.Named[e.slot]
+			*fl = Field{Name: f.names[e.slot], Str: reuse(fl.Str, text)}
+		case kindInt:
+			v, ok := atoi(text)
+			if !ok {
+				return newParseError(line, e, s.start, ErrIntRange)
+			}
+			fl := &out.Named[e.slot]
+			*fl = Field{Name: f.names[e.slot], Str: reuse(fl.Str, text), Int: v, IsInt: true}
+		}
+	}
+	return nil
+}
+
+// reuse returns old when it equals b, else string(b): consecutive lines
+// often repeat a value (the host, the client, the user agent).
+func reuse(old string, b []byte) string {
+	if old == string(b) {
+		return old
+	}
+	return string(b)
+}
+
+// atoi converts ASCII digits to an int64; ok is false on overflow.
+func atoi(b []byte) (v int64, ok bool) {
+	const cutoff = (1<<63 - 1) / 10
+	for _, c := range b {
+		d := int64(c - '0')
+		if v > cutoff || v*10 > 1<<63-1-d {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
+}

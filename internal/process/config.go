@@ -1,0 +1,110 @@
+package process
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
+)
+
+// IPPolicy says what happens to the client IP of an event.
+type IPPolicy int
+
+// IP policies. The zero value hashes.
+const (
+	IPHash IPPolicy = iota // HMAC with the shared key, hex
+	IPDrop                 // not stored
+	IPKeep                 // stored raw; only when configured
+)
+
+// ParseIPPolicy parses "hash", "drop" or "keep".
+func ParseIPPolicy(s string) (IPPolicy, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "hash", "":
+		return IPHash, nil
+	case "drop":
+		return IPDrop, nil
+	case "keep":
+		return IPKeep, nil
+	}
+	return 0, fmt.Errorf("ip policy %q: want hash, drop or keep", s)
+}
+
+func (p IPPolicy) String() string {
+	switch p {
+	case IPDrop:
+		return "drop"
+	case IPKeep:
+		return "keep"
+	default:
+		return "hash"
+	}
+}
+
+// Config tunes a Processor. Zero values are documented per field.
+type Config struct {
+	// IPPolicy: hash (default), drop or keep.
+	IPPolicy IPPolicy
+	// TrustClientCapsuleFields restores the 2015 behaviour: recvFrom, seqId,
+	// timestamp, dt, userAgent and clientIp sent by the client override the
+	// values from the raw line. Off by default: server-derived fields win
+	// and client values only fill fields the line format does not carry;
+	// a client's clientIp is always discarded.
+	TrustClientCapsuleFields bool
+	// TopicTemplate names the per-schema topic; default "eventlogging_{schema}".
+	TopicTemplate string
+	// MixedTopic receives every valid event too; default
+	// "eventlogging-valid-mixed"; "-" disables it.
+	MixedTopic string
+	// MixedExclude: schemas matching it skip the mixed topic (high-volume
+	// schemas). Nil excludes none.
+	MixedExclude *regexp.Regexp
+	// ErrorTopic receives EventErrors; default "eventlogging_EventError".
+	ErrorTopic string
+	// ProcessorID names this processor in EventErrors; default host-pid.
+	ProcessorID string
+	// MaxEventBytes rejects larger raw records as EventErrors (they would
+	// not fit a Kafka message with the capsule); default 512 KiB.
+	MaxEventBytes int
+	// MaxRawErrorBytes cuts rawEvent in EventErrors; default 64 KiB.
+	MaxRawErrorBytes int
+	// Now is the clock, for tests; default time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() error {
+	if c.TopicTemplate == "" {
+		c.TopicTemplate = capsule.DefaultTopicTmpl
+	}
+	switch c.MixedTopic {
+	case "":
+		c.MixedTopic = capsule.TopicValidMixed
+	case "-":
+		c.MixedTopic = ""
+	}
+	if c.ErrorTopic == "" {
+		c.ErrorTopic = capsule.TopicEventError
+	}
+	if c.ProcessorID == "" {
+		host, _ := os.Hostname()
+		c.ProcessorID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if c.MaxEventBytes <= 0 {
+		c.MaxEventBytes = 512 << 10
+	}
+	if c.MaxRawErrorBytes <= 0 {
+		c.MaxRawErrorBytes = 64 << 10
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	for _, t := range []string{c.MixedTopic, c.ErrorTopic} {
+		if t != "" && !capsule.ValidTopicName(t) {
+			return fmt.Errorf("process config: invalid topic name %q", t)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,511 @@
+package process
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/lineformat"
+	"github.com/eventlogging/eventlogging/internal/schema"
+)
+
+// Resolver finds the compiled schema of an event. It returns an error
+// wrapping schema.ErrNotFound for unknown versions. Safe for concurrent use.
+type Resolver interface {
+	Resolve(ctx context.Context, id schema.ID) (*schema.Schema, error)
+}
+
+// IPHasher hashes a client IP with the shared key. Safe for concurrent use.
+type IPHasher interface {
+	Hash(ip string) string
+}
+
+// Output is one record to produce. Value is owned by the Output; outputs of
+// one input may share a Value slice (the same capsule in two topics).
+type Output struct {
+	Topic string
+	Value []byte
+}
+
+// Processor is the one processing function: raw record in, capsule or
+// EventError out. Safe for concurrent use.
+type Processor struct {
+	res     Resolver
+	hasher  IPHasher
+	cfg     Config
+	topics  capsule.TopicTemplate
+	scratch sync.Pool
+	topicMu sync.RWMutex
+	topicOf map[string]schemaTopics // schema name -> its output topics
+}
+
+type schemaTopics struct {
+	own   string
+	mixed bool
+}
+
+// New builds a Processor. hasher may be nil when the policy is not hash.
+func New(res Resolver, hasher IPHasher, cfg Config) (*Processor, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return nil, errors.New("process: nil schema resolver")
+	}
+	if cfg.IPPolicy == IPHash && hasher == nil {
+		return nil, errors.New("process: ip policy hash needs a hasher")
+	}
+	tt, err := capsule.ParseTopicTemplate(cfg.TopicTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("process config: %w", err)
+	}
+	p := &Processor{res: res, hasher: hasher, cfg: cfg, topics: tt, topicOf: map[string]schemaTopics{}}
+	p.scratch.New = func() any { return new(scratch) }
+	return p, nil
+}
+
+// ErrorTopic is where EventErrors go.
+func (p *Processor) ErrorTopic() string { return p.cfg.ErrorTopic }
+
+type scratch struct {
+	fields lineformat.Fields
+	reader bytes.Reader
+}
+
+// knownNamed are the capsule fields a line format may carry by name.
+var knownNamed = map[string]byte{
+	"recvFrom": 's', "seqId": 'd', "userAgent": 's', "wiki": 's', "webHost": 's',
+	"clientIp": 's', "timestamp": 'd', "dt": 's',
+}
+
+var namedSpec = regexp.MustCompile(`%\{([^}]*)\}([a-z])`)
+
+// CheckFormat reports line formats whose named fields are not capsule fields
+// (they would be rejected as additional properties on every event).
+func CheckFormat(format string) error {
+	for _, m := range namedSpec.FindAllStringSubmatch(format, -1) {
+		if _, ok := knownNamed[m[1]]; !ok {
+			return fmt.Errorf("line format %q: field %q is not a capsule field (known: recvFrom, seqId, userAgent, wiki, webHost, clientIp, timestamp, dt)", format, m[1])
+		}
+	}
+	return nil
+}
+
+// Process handles one raw record read with format f and appends its outputs
+// to out: the capsule for its schema topic (and the mixed topic), or one
+// EventError. src locates the record (nil offline). It never fails: every
+// problem becomes an EventError.
+func (p *Processor) Process(ctx context.Context, f *lineformat.Format, raw []byte, src *capsule.Source, out []Output) []Output {
+	s := p.scratch.Get().(*scratch)
+	defer p.scratch.Put(s)
+	c, verr := p.build(ctx, f, raw, s)
+	if verr != nil {
+		return append(out, Output{Topic: p.cfg.ErrorTopic, Value: p.errorValue(raw, src, &s.fields, c, verr)})
+	}
+	t := p.topicsFor(c.Schema, c.Revision)
+	c.Topic = t.own
+	value := c.AppendJSON(make([]byte, 0, len(raw)+256))
+	out = append(out, Output{Topic: t.own, Value: value})
+	if t.mixed {
+		out = append(out, Output{Topic: p.cfg.MixedTopic, Value: value})
+	}
+	return out
+}
+
+func (p *Processor) topicsFor(name string, revision int64) schemaTopics {
+	p.topicMu.RLock()
+	t, ok := p.topicOf[name]
+	p.topicMu.RUnlock()
+	if ok {
+		return t
+	}
+	t = schemaTopics{
+		own:   p.topics.Format(name, revision),
+		mixed: p.cfg.MixedTopic != "" && (p.cfg.MixedExclude == nil || !p.cfg.MixedExclude.MatchString(name)),
+	}
+	if strings.Contains(p.cfg.TopicTemplate, "{revision}") {
+		return t // one topic per revision: not cached per name
+	}
+	p.topicMu.Lock()
+	p.topicOf[name] = t
+	p.topicMu.Unlock()
+	return t
+}
+
+// failure is why a record became an EventError.
+type failure struct {
+	code       string
+	message    string
+	violations []capsule.Violation
+}
+
+func processorFailure(format string, args ...any) *failure {
+	return &failure{code: capsule.CodeProcessor, message: fmt.Sprintf(format, args...)}
+}
+
+// build parses, merges, resolves and validates. On failure it returns the
+// partly built capsule (for the error's schema/revision) and the failure.
+func (p *Processor) build(ctx context.Context, f *lineformat.Format, raw []byte, s *scratch) (*capsule.Capsule, *failure) {
+	c := &capsule.Capsule{Revision: -1}
+	s.fields = lineformat.Fields{Capsule: s.fields.Capsule[:0], Named: s.fields.Named[:0]}
+	if len(raw) > p.cfg.MaxEventBytes {
+		return c, processorFailure("raw event of %d bytes exceeds the %d-byte limit", len(raw), p.cfg.MaxEventBytes)
+	}
+	if err := f.Parse(raw, &s.fields); err != nil {
+		return c, processorFailure("parse raw event: %v", err)
+	}
+	fl := &s.fields
+	if fl.Capsule == nil {
+		return c, processorFailure("line format %q has no capsule (%%q or %%j)", f.String())
+	}
+	if !utf8.Valid(fl.Capsule) {
+		return c, processorFailure("decode capsule: invalid UTF-8")
+	}
+	s.reader.Reset(fl.Capsule)
+	dec := json.NewDecoder(&s.reader)
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return c, processorFailure("decode capsule JSON: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return c, processorFailure("decode capsule JSON: trailing data after the capsule")
+	}
+	client, ok := v.(map[string]any)
+	if !ok {
+		return c, processorFailure("decode capsule JSON: capsule is %s, not an object", jsonKind(v))
+	}
+
+	var viol []capsule.Violation
+	addViol := func(ptr, reason string) { viol = append(viol, capsule.Violation{Pointer: ptr, Reason: reason}) }
+
+	// Capsule root: additionalProperties false, typed fields.
+	for k, val := range client {
+		switch k {
+		case "event", "schema", "revision", "recvFrom", "seqId", "timestamp", "dt", "uuid", "userAgent", "clientIp", "topic":
+		case "wiki", "webHost":
+			if str, ok := val.(string); ok {
+				if k == "wiki" {
+					c.Wiki = str
+				} else {
+					c.WebHost = str
+				}
+			} else {
+				addViol("/"+escapePointer(k), "got "+jsonKind(val)+", want string")
+			}
+		default:
+			addViol("/"+escapePointer(k), "additional property not allowed in the capsule")
+		}
+	}
+	name, nameOK := client["schema"].(string)
+	if !nameOK {
+		if _, present := client["schema"]; present {
+			addViol("/schema", "got "+jsonKind(client["schema"])+", want string")
+		} else {
+			addViol("/schema", "required property missing")
+		}
+	}
+	c.Schema = name
+	revOK := false
+	if rv, present := client["revision"]; !present {
+		addViol("/revision", "required property missing")
+	} else if n, ok := jsonInt(rv); ok {
+		c.Revision, revOK = n, true
+	} else {
+		addViol("/revision", "got "+jsonKind(rv)+", want integer")
+	}
+	event, eventOK := client["event"].(map[string]any)
+	if !eventOK {
+		if ev, present := client["event"]; present {
+			addViol("/event", "got "+jsonKind(ev)+", want object")
+		} else {
+			addViol("/event", "required property missing")
+		}
+	}
+	c.Event = event
+
+	if fail := p.serverFields(c, fl, client); fail != nil {
+		return c, fail
+	}
+	if nameOK && revOK {
+		id := schema.ID{Name: name, Revision: c.Revision}
+		if err := id.Validate(); err != nil {
+			ptr := "/schema"
+			if c.Revision < 1 {
+				ptr = "/revision"
+			}
+			addViol(ptr, err.Error())
+		} else if eventOK {
+			sc, err := p.res.Resolve(ctx, id)
+			switch {
+			case errors.Is(err, schema.ErrNotFound):
+				return c, processorFailure("unknown schema %s revision %d", name, c.Revision)
+			case err != nil:
+				return c, processorFailure("resolve schema %s revision %d: %v", name, c.Revision, err)
+			}
+			var ve *schema.ValidationError
+			if err := sc.Validate(event); errors.As(err, &ve) {
+				for _, x := range ve.Violations {
+					addViol("/event"+x.Pointer, x.Reason)
+				}
+			} else if err != nil {
+				addViol("/event", err.Error())
+			}
+		}
+	}
+	if len(viol) > 0 {
+		return c, &failure{code: capsule.CodeValidation, message: summarize(viol), violations: viol}
+	}
+	return c, nil
+}
+
+// serverFields fills recvFrom, seqId, timestamp, dt, userAgent, clientIp and
+// uuid from the line and (per policy) the client capsule.
+func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, client map[string]any) *failure {
+	var haveRecv, haveSeq, haveTS bool
+	if fl.HasTimestamp {
+		c.Timestamp, haveTS = fl.Timestamp, true
+	}
+	c.DT = fl.DT
+	var clientIP string
+	var haveIP, ipFromClient bool
+	if fl.HasClientIP {
+		clientIP, haveIP = fl.ClientIP, true
+	}
+	for i := range fl.Named {
+		nf := &fl.Named[i]
+		switch nf.Name {
+		case "recvFrom":
+			c.RecvFrom, haveRecv = nf.Str, true
+		case "seqId":
+			if !nf.IsInt {
+				return processorFailure("seqId %q is not an integer", nf.Str)
+			}
+			c.SeqID, haveSeq = nf.Int, true
+		case "timestamp":
+			if !nf.IsInt {
+				return processorFailure("timestamp %q is not an integer", nf.Str)
+			}
+			c.Timestamp, haveTS = nf.Int, true
+		case "dt":
+			c.DT = nf.Str
+		case "userAgent":
+			c.UserAgent = nf.Str
+		case "clientIp":
+			clientIP, haveIP = nf.Str, true
+		case "wiki":
+			c.Wiki = nf.Str
+		case "webHost":
+			c.WebHost = nf.Str
+		}
+	}
+	trust := p.cfg.TrustClientCapsuleFields
+	// Client values: always fill what the line lacks; override only in trust mode.
+	if v, ok := client["recvFrom"]; ok && (trust || !haveRecv) {
+		str, isStr := v.(string)
+		if !isStr {
+			return &failure{code: capsule.CodeValidation, message: "/recvFrom: want string", violations: []capsule.Violation{{Pointer: "/recvFrom", Reason: "got " + jsonKind(v) + ", want string"}}}
+		}
+		c.RecvFrom, haveRecv = str, true
+	}
+	if v, ok := client["seqId"]; ok && (trust || !haveSeq) {
+		n, isInt := jsonInt(v)
+		if !isInt {
+			return &failure{code: capsule.CodeValidation, message: "/seqId: want integer", violations: []capsule.Violation{{Pointer: "/seqId", Reason: "got " + jsonKind(v) + ", want integer"}}}
+		}
+		c.SeqID, haveSeq = n, true
+	}
+	if v, ok := client["timestamp"]; ok && (trust || !haveTS) {
+		n, isInt := jsonInt(v)
+		if !isInt {
+			return &failure{code: capsule.CodeValidation, message: "/timestamp: want integer", violations: []capsule.Violation{{Pointer: "/timestamp", Reason: "got " + jsonKind(v) + ", want integer"}}}
+		}
+		c.Timestamp, haveTS = n, true
+	}
+	if v, ok := client["dt"].(string); ok && (trust || c.DT == "") {
+		c.DT = v
+	}
+	if v, ok := client["userAgent"].(string); ok && (trust || c.UserAgent == "") {
+		c.UserAgent = v
+	}
+	if v, ok := client["clientIp"].(string); ok && trust {
+		clientIP, haveIP, ipFromClient = v, true, true
+	}
+	c.HasSeqID = haveSeq
+	if !haveRecv {
+		return processorFailure("cannot compute uuid: no recvFrom in the line or the capsule")
+	}
+	if !haveSeq {
+		return processorFailure("cannot compute uuid: no seqId in the line or the capsule")
+	}
+	switch {
+	case haveTS:
+		c.UUID = capsule.UUID(c.RecvFrom, c.SeqID, c.Timestamp)
+		if c.DT == "" {
+			c.DT = capsule.FormatDT(time.Unix(c.Timestamp, 0))
+		}
+	case c.DT != "":
+		t, err := time.Parse(time.RFC3339Nano, c.DT)
+		if err != nil {
+			return processorFailure("dt %q is not an ISO-8601 time: %v", c.DT, err)
+		}
+		c.Timestamp = t.Unix()
+		c.UUID = capsule.UUIDFromDT(c.RecvFrom, c.SeqID, c.DT)
+	default:
+		return processorFailure("cannot compute uuid: no timestamp or dt in the line or the capsule")
+	}
+	if haveIP {
+		switch {
+		case p.cfg.IPPolicy == IPDrop:
+		case ipFromClient || p.cfg.IPPolicy == IPKeep:
+			c.ClientIP = clientIP
+		default:
+			c.ClientIP = p.hasher.Hash(clientIP)
+		}
+	}
+	return nil
+}
+
+// errorValue encodes the EventError for a failed record.
+func (p *Processor) errorValue(raw []byte, src *capsule.Source, fl *lineformat.Fields, c *capsule.Capsule, fail *failure) []byte {
+	ee := capsule.EventError{
+		Message:     fail.message,
+		Code:        fail.code,
+		Schema:      c.Schema,
+		Revision:    c.Revision,
+		Errors:      fail.violations,
+		ProcessorID: p.cfg.ProcessorID,
+		Source:      src,
+	}
+	if ee.Schema == "" || ee.Revision < 1 {
+		s, r := capsule.RecoverSchema(raw)
+		if ee.Schema == "" {
+			ee.Schema = s
+		}
+		if c.Revision == -1 {
+			ee.Revision = r
+		}
+	}
+	cut := raw
+	if len(cut) > p.cfg.MaxRawErrorBytes {
+		cut = cut[:p.cfg.MaxRawErrorBytes]
+		ee.RawEventBytes = len(raw)
+	}
+	ee.RawEvent = string(cut)
+	if !utf8.Valid(cut) {
+		ee.RawEventBase64 = cut
+	}
+	ec := capsule.ErrorCapsule{
+		Event:     ee,
+		Schema:    capsule.EventErrorSchema,
+		Revision:  capsule.EventErrorRevision,
+		RecvFrom:  c.RecvFrom,
+		Timestamp: c.Timestamp,
+		DT:        c.DT,
+		UUID:      c.UUID,
+		UserAgent: c.UserAgent,
+		Topic:     p.cfg.ErrorTopic,
+	}
+	if c.HasSeqID {
+		seq := c.SeqID
+		ec.SeqID = &seq
+	}
+	if ec.Timestamp == 0 && fl.HasTimestamp {
+		ec.Timestamp = fl.Timestamp
+	}
+	if ec.Timestamp == 0 {
+		ec.Timestamp = p.cfg.Now().Unix()
+	}
+	if ec.DT == "" {
+		ec.DT = capsule.FormatDT(time.Unix(ec.Timestamp, 0))
+	}
+	if ec.UUID == "" {
+		// Deterministic, so a reprocessed record gives the same error uuid.
+		if src != nil {
+			ec.UUID = capsule.UUIDFromURL("kafka://" + src.Topic + "/" + strconv.Itoa(int(src.Partition)) + "/" + strconv.FormatInt(src.Offset, 10))
+		} else {
+			ec.UUID = capsule.UUIDFromURL("raw:" + string(raw))
+		}
+	}
+	return ec.AppendJSON(nil)
+}
+
+func summarize(viol []capsule.Violation) string {
+	var b strings.Builder
+	for i, v := range viol {
+		if i == 5 {
+			fmt.Fprintf(&b, "; and %d more", len(viol)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		ptr := v.Pointer
+		if ptr == "" {
+			ptr = "/"
+		}
+		b.WriteString(ptr)
+		b.WriteString(": ")
+		b.WriteString(v.Reason)
+	}
+	return b.String()
+}
+
+// jsonInt accepts json.Number (or float64) values that are whole numbers.
+func jsonInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return n, true
+		}
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err == nil && f == float64(int64(f)) {
+			return int64(f), true
+		}
+	case float64:
+		if x == float64(int64(x)) {
+			return int64(x), true
+		}
+	}
+	return 0, false
+}
+
+func jsonKind(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case json.Number:
+		if _, ok := jsonInt(x); ok {
+			return "integer"
+		}
+		return "number"
+	case float64:
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func escapePointer(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}

@@ -1,0 +1,109 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// ErrInvalidSchema is wrapped by errors for schema documents that cannot be
+// decoded or compiled.
+var ErrInvalidSchema = errors.New("invalid schema")
+
+// Schema is one compiled schema version. It is immutable and safe for
+// concurrent use.
+type Schema struct {
+	id       ID
+	title    string
+	doc      map[string]any
+	compiled *jsonschema.Schema
+	fast     *fastNode // nil: the schema needs the library for every value
+}
+
+// ID returns the schema version this schema was compiled for.
+func (s *Schema) ID() ID { return s.id }
+
+// Title returns the document's "title", or "" when it has none.
+func (s *Schema) Title() string { return s.title }
+
+// Document returns a copy of the normalised schema document (see
+// [Normalize]); the caller may modify it.
+func (s *Schema) Document() map[string]any {
+	m, _ := deepCopy(s.doc).(map[string]any)
+	return m
+}
+
+// Validate checks v, a decoded JSON value as produced by encoding/json with
+// UseNumber (map[string]any, []any, json.Number, string, bool, nil; float64
+// and Go integers are accepted too). It returns nil or a *ValidationError
+// listing every violation.
+//
+// A valid value is usually checked without allocating (see fast.go); an
+// invalid one is checked again by the library, which explains it.
+func (s *Schema) Validate(v any) error {
+	if s.fast != nil && s.fast.valid(v) {
+		return nil
+	}
+	err := s.compiled.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
+		// The library reports everything as *ValidationError; keep any
+		// other error visible rather than passing the value.
+		return &ValidationError{Violations: []Violation{{Reason: err.Error()}}}
+	}
+	return newValidationError(verr)
+}
+
+// refusingLoader is the compiler's URL loader: it loads nothing, so a $ref
+// outside the document (other than the standard metaschemas, which the
+// library embeds) fails to compile instead of reaching the network or disk.
+type refusingLoader struct{}
+
+// errExternalRef is returned for every external $ref.
+var errExternalRef = errors.New("external $ref is not allowed: only references inside the document and to standard metaschemas resolve")
+
+func (refusingLoader) Load(string) (any, error) { return nil, errExternalRef }
+
+// Compile normalises doc (see [Normalize]) and compiles it as schema id.
+// Formats are asserted; references outside the document are refused. doc is
+// not modified. Errors wrap [ErrInvalidSchema]; when the document breaks its
+// metaschema they also wrap a [*ValidationError] whose pointers locate the
+// faults in the normalised document.
+func Compile(id ID, doc map[string]any) (s *Schema, err error) {
+	defer func() {
+		// The compiler runs on documents from outside the process; a bug
+		// it trips on must fail this schema, not the processor.
+		if p := recover(); p != nil {
+			s, err = nil, fmt.Errorf("%w: compiler panic: %v", ErrInvalidSchema, p)
+		}
+	}()
+	norm := Normalize(doc)
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	c.UseLoader(refusingLoader{})
+	c.DefaultDraft(jsonschema.Draft2020)
+	loc := "urn:eventlogging:schema:" + url.PathEscape(id.Name) + ":" + strconv.FormatInt(id.Revision, 10)
+	// The compiler keeps norm; it is never modified afterwards, and
+	// Document hands out copies.
+	if err := c.AddResource(loc, norm); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
+	}
+	compiled, err := c.Compile(loc)
+	if err != nil {
+		var meta *jsonschema.SchemaValidationError
+		var verr *jsonschema.ValidationError
+		if errors.As(err, &meta) && errors.As(meta.Err, &verr) {
+			// One line, with pointers into the document.
+			return nil, fmt.Errorf("%w: not valid against its metaschema: %w", ErrInvalidSchema, newValidationError(verr))
+		}
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
+	}
+	title, _ := norm["title"].(string)
+	return &Schema{id: id, title: title, doc: norm, compiled: compiled, fast: buildFast(compiled)}, nil
+}

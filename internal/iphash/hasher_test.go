@@ -149,11 +149,11 @@ func TestKeysAreNotPrinted(t *testing.T) {
 	var logged bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("entry", "e", e)
 	outputs := map[string]string{
-		"%v":   fmt.Sprintf("%v", e),
-		"%+v":  fmt.Sprintf("%+v", e),
-		"%#v":  fmt.Sprintf("%#v", e),
-		"%s":   fmt.Sprintf("%s", e),
-		"slog": logged.String(),
+		"%v":     fmt.Sprintf("%v", e),
+		"%+v":    fmt.Sprintf("%+v", e),
+		"%#v":    fmt.Sprintf("%#v", e),
+		"String": e.String(),
+		"slog":   logged.String(),
 		"hasher": fmt.Sprintf("%v %+v %s", NewHasher(SHA256, key), NewHasher(SHA1, key),
 			NewHasher(SHA256, key)),
 	}

@@ -64,6 +64,10 @@ func (c Config) opts() ([]kgo.Opt, error) {
 		kgo.ProducerLinger(linger),
 		kgo.MaxBufferedRecords(maxBuf),
 		kgo.ProducerBatchMaxBytes(1 << 20),
+		// Metadata requests through the client are served from a cache
+		// younger than this; keep it short so freshly created topics are
+		// seen quickly.
+		kgo.MetadataMinAge(time.Second),
 	}
 	if c.Logger != nil {
 		opts = append(opts, kgo.WithLogger(slogAdapter{c.Logger}))
@@ -109,5 +113,6 @@ func (a slogAdapter) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	default:
 		l = slog.LevelDebug
 	}
-	a.l.Log(context.Background(), l, msg, keyvals...)
+	a.l.Log(context.Background(), l, msg, keyvals...) //nolint:sloglint // franz-go's own messages are passed through
+
 }

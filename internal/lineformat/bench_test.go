@@ -1,6 +1,8 @@
 package lineformat
 
 import (
+	"bytes"
+	"fmt"
 	"testing"
 )
 
@@ -46,6 +48,31 @@ func BenchmarkParseBeacon(b *testing.B) {
 		b.Fatal("beacon format does not use the fast matcher")
 	}
 	benchParse(b, f, line)
+}
+
+// BenchmarkParseBeaconVarying parses beacon lines whose seqId and client
+// IP change from line to line, as in production: two small strings a line.
+func BenchmarkParseBeaconVarying(b *testing.B) {
+	format, line := beaconCase(b)
+	f, err := Compile(format)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := make([][]byte, 1024)
+	for i := range lines {
+		l := bytes.Replace(line, []byte("\t4724275\t"), fmt.Appendf(nil, "\t%d\t", 4724275+i), 1)
+		lines[i] = bytes.Replace(l, []byte("198.51.100.7"), fmt.Appendf(nil, "198.51.%d.%d", i/256, i%256), 1)
+	}
+	var out Fields
+	b.ReportAllocs()
+	b.SetBytes(int64(len(line)))
+	i := 0
+	for b.Loop() {
+		if err := f.Parse(lines[i%len(lines)], &out); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
 }
 
 // BenchmarkParseBeaconRegexp parses the same line with the regexp matcher,

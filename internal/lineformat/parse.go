@@ -2,6 +2,7 @@ package lineformat
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"time"
 )
@@ -117,7 +118,7 @@ func (f *Format) matchFast(line []byte, spans []span) (failElem, failPos int, ok
 			if p >= len(line) || line[p] != '?' {
 				return i, p, false
 			}
-			p = scan(line, p+1, &nonWSSet)
+			p = scanNonWS(line, p+1)
 			if p == start+1 {
 				return i, start, false
 			}
@@ -141,7 +142,7 @@ func (f *Format) matchFast(line []byte, spans []span) (failElem, failPos int, ok
 				return i, p, false
 			}
 		default: // %j %D %h %o %{name}s
-			p = scan(line, p, &nonWSSet)
+			p = scanNonWS(line, p)
 			if p == start {
 				return i, p, false
 			}
@@ -157,6 +158,30 @@ func scan(line []byte, p int, set *byteSet) int {
 		p++
 	}
 	return p
+}
+
+// scanNonWS is scan(line, p, &nonWSSet) that skips eight bytes at a time
+// while none of them is below 0x21, as every whitespace byte is: capsules
+// are long.
+func scanNonWS(line []byte, p int) int {
+	const highs, below = 0x8080808080808080, 0x21 * 0x0101010101010101
+	for {
+		for p+8 <= len(line) {
+			x := binary.LittleEndian.Uint64(line[p:])
+			if (x-below)&^x&highs != 0 { // some byte is below 0x21
+				break
+			}
+			p += 8
+		}
+		for end := min(p+8, len(line)); p < end; p++ {
+			if !nonWSSet[line[p]] {
+				return p
+			}
+		}
+		if p == len(line) {
+			return p
+		}
+	}
 }
 
 // matchRegexp matches line with the fallback regexp, recording the match

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -452,5 +453,26 @@ func TestParseAllocs(t *testing.T) {
 	line = []byte("?%7B%7D 2015-10-01T00:00:00")
 	if n := testing.AllocsPerRun(100, func() { _ = g.Parse(line, &out) }); n != 0 {
 		t.Errorf("%%q %%t: %v allocs, want 0", n)
+	}
+}
+
+// TestScanNonWS checks the eight-bytes-at-a-time scan against the plain one.
+func TestScanNonWS(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte{' ', '\t', '\n', '\v', '\f', '\r', 0, 0x08, 0x0e, 0x1f, 0x20, 0x21, 'a', '%', 0x7f, 0x80, 0xa0, 0xff}
+	for range 2000 {
+		line := make([]byte, r.IntN(40))
+		for i := range line {
+			if r.IntN(4) == 0 {
+				line[i] = alphabet[r.IntN(len(alphabet))]
+			} else {
+				line[i] = 'x'
+			}
+		}
+		for p := 0; p <= len(line); p++ {
+			if got, want := scanNonWS(line, p), scan(line, p, &nonWSSet); got != want {
+				t.Fatalf("scanNonWS(%q, %d) = %d, want %d", line, p, got, want)
+			}
+		}
 	}
 }

@@ -31,13 +31,13 @@ func isNCSA(b []byte) bool {
 	return true
 }
 
-// parseNCSA converts a %t timestamp, YYYY-MM-DDTHH:MM:SS in UTC, to epoch
-// seconds, as the original's calendar.timegm(time.strptime(s,
+// parseNCSA converts a %t timestamp, YYYY-MM-DDTHH:MM:SS in UTC, whose
+// shape the matcher has checked, to epoch seconds, as the original's calendar.timegm(time.strptime(s,
 // "%Y-%m-%dT%H:%M:%S")) does: the year must be 1 to 9999, the day must
 // exist in its month, and the second may be 60 or 61 (strptime allows leap
 // seconds; they count on into the next minute).
 func parseNCSA(b []byte) (int64, error) {
-	if len(b) != ncsaLen || !isNCSA(b) {
+	if len(b) != ncsaLen {
 		return 0, fmt.Errorf("%w: want YYYY-MM-DDTHH:MM:SS", ErrBadTimestamp)
 	}
 	num := func(i, n int) int64 {

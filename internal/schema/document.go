@@ -28,8 +28,8 @@ func ParseDocument(raw []byte) (map[string]any, error) {
 	)
 	if len(trimmed) > 0 && trimmed[0] == '{' {
 		v, err = decodeJSON(trimmed)
-		if err != nil {
-			// A YAML flow mapping also starts with '{'.
+		if err != nil && !errors.Is(err, errTrailingData) {
+			// Not JSON; a YAML flow mapping also starts with '{'.
 			if yv, yerr := decodeYAML(raw); yerr == nil {
 				v, err = yv, nil
 			}
@@ -47,6 +47,8 @@ func ParseDocument(raw []byte) (map[string]any, error) {
 	return doc, nil
 }
 
+var errTrailingData = errors.New("trailing data after the JSON document")
+
 func decodeJSON(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -55,7 +57,7 @@ func decodeJSON(b []byte) (any, error) {
 		return nil, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("trailing data after the JSON document")
+		return nil, errTrailingData
 	}
 	return v, nil
 }

@@ -284,7 +284,7 @@ func (n *fastNode) valid(v any) bool {
 	if n.format != nil && n.format(v) != nil {
 		return false
 	}
-	if false {
+	if n.ref != nil && !n.ref.valid(v) {
 		return false
 	}
 	switch v := v.(type) {

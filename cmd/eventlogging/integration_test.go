@@ -314,22 +314,6 @@ type outputs struct {
 	errors       map[string][]capsule.EventError
 }
 
-func (o outputs) dups(m map[string]int) int {
-	d := 0
-	for _, c := range m {
-		d += c - 1
-	}
-	return d
-}
-
-func (o outputs) errorDups() int {
-	d := 0
-	for _, e := range o.errors {
-		d += len(e) - 1
-	}
-	return d
-}
-
 func readOutputs(ctx context.Context, t *testing.T, brokers, topics []string, errTopic, mixed string, exp []expectation) outputs {
 	t.Helper()
 	wantValid, wantErr := 0, 0

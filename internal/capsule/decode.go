@@ -3,7 +3,6 @@ package capsule
 import (
 	"encoding/json"
 	"strconv"
-	"sync"
 	"unicode/utf8"
 )
 
@@ -36,52 +35,37 @@ func (e *DecodeError) Error() string {
 // Strings and numbers in the result share one copy of b (b itself is not
 // retained and may be reused): holding any of them keeps that copy alive.
 func Decode(b []byte) (any, error) {
-	sc := scratchPool.Get().(*decodeScratch)
-	d := decoder{s: string(b), kvs: sc.kvs, vals: sc.vals, buf: sc.buf}
-	v, err := d.value()
-	if err == nil {
-		d.skipSpace()
-		if d.i < len(d.s) {
-			err = d.charError(d.i, "after top-level value")
-		}
-	}
-	sc.put(&d)
+	var (
+		kvBuf  [32]keyValue
+		valBuf [32]any
+	)
+	st := stacks{kvs: kvBuf[:0], vals: valBuf[:0]}
+	d := decoder{s: string(b)}
+	v, err := d.value(&st)
 	if err != nil {
 		return nil, err
+	}
+	d.skipSpace()
+	if d.i < len(d.s) {
+		return nil, d.charError(d.i, "after top-level value")
 	}
 	return v, nil
 }
 
-// decodeScratch holds the stacks of a decoder between Decode calls.
-type decodeScratch struct {
-	kvs  []keyValue
-	vals []any
-	buf  []byte
+// decoder is the state of one Decode call.
+type decoder struct {
+	s     string // the input
+	i     int    // offset of the next byte to read
+	depth int
 }
 
-// maxScratch bounds what a pooled decodeScratch keeps, so that one huge
-// input does not pin its stacks' memory for good.
-const maxScratch = 1024
-
-var scratchPool = sync.Pool{New: func() any {
-	return &decodeScratch{
-		kvs:  make([]keyValue, 0, 32),
-		vals: make([]any, 0, 32),
-		buf:  make([]byte, 0, 64),
-	}
-}}
-
-// put returns d's stacks, emptied, to the pool.
-func (sc *decodeScratch) put(d *decoder) {
-	// After an error the stacks still hold the members of the open objects
-	// and arrays; clear them so the pool does not keep those alive.
-	clear(d.kvs)
-	clear(d.vals)
-	if cap(d.kvs) > maxScratch || cap(d.vals) > maxScratch || cap(d.buf) > maxScratch*16 {
-		return
-	}
-	sc.kvs, sc.vals, sc.buf = d.kvs[:0], d.vals[:0], d.buf[:0]
-	scratchPool.Put(sc)
+// stacks hold the members and elements of the open objects and arrays, so
+// that each map and slice is allocated once, at its final size, when it
+// closes. They are kept apart from decoder so that the compiler can keep
+// their first blocks on Decode's stack.
+type stacks struct {
+	kvs  []keyValue
+	vals []any
 }
 
 // keyValue is an object member waiting for its object to close.
@@ -90,16 +74,29 @@ type keyValue struct {
 	val any
 }
 
-// decoder is the state of one Decode call. Members and elements of the open
-// objects and arrays wait on the kvs and vals stacks, so each map and slice is
-// allocated once, at its final size, when it closes.
-type decoder struct {
-	s     string // the input
-	i     int    // offset of the next byte to read
-	depth int
-	kvs   []keyValue
-	vals  []any
-	buf   []byte // scratch for strings with escapes
+// pushKV appends kv to st.kvs without append, whose result assigned back
+// would move the stack's first block to the heap.
+func (st *stacks) pushKV(kv keyValue) {
+	n := len(st.kvs)
+	if n == cap(st.kvs) {
+		grown := make([]keyValue, n, 2*n)
+		copy(grown, st.kvs)
+		st.kvs = grown
+	}
+	st.kvs = st.kvs[:n+1]
+	st.kvs[n] = kv
+}
+
+// pushVal is pushKV for st.vals.
+func (st *stacks) pushVal(v any) {
+	n := len(st.vals)
+	if n == cap(st.vals) {
+		grown := make([]any, n, 2*n)
+		copy(grown, st.vals)
+		st.vals = grown
+	}
+	st.vals = st.vals[:n+1]
+	st.vals[n] = v
 }
 
 // safeASCII[c] reports whether byte c stands for itself inside a string:
@@ -123,16 +120,16 @@ func (d *decoder) skipSpace() {
 }
 
 // value parses the value at d.i, after optional whitespace.
-func (d *decoder) value() (any, error) {
+func (d *decoder) value(st *stacks) (any, error) {
 	d.skipSpace()
 	if d.i >= len(d.s) {
 		return nil, d.eofError()
 	}
 	switch c := d.s[d.i]; c {
 	case '{':
-		return d.object()
+		return d.object(st)
 	case '[':
-		return d.array()
+		return d.array(st)
 	case '"':
 		s, err := d.str()
 		if err != nil {
@@ -153,7 +150,7 @@ func (d *decoder) value() (any, error) {
 	}
 }
 
-func (d *decoder) object() (any, error) {
+func (d *decoder) object(st *stacks) (any, error) {
 	if d.depth++; d.depth > MaxDecodeDepth {
 		return nil, d.depthError()
 	}
@@ -167,7 +164,7 @@ func (d *decoder) object() (any, error) {
 		d.depth--
 		return map[string]any{}, nil
 	}
-	base := len(d.kvs)
+	base := len(st.kvs)
 	for {
 		if d.s[d.i] != '"' {
 			return nil, d.charError(d.i, "looking for beginning of object key string")
@@ -184,11 +181,11 @@ func (d *decoder) object() (any, error) {
 			return nil, d.charError(d.i, "after object key")
 		}
 		d.i++
-		val, err := d.value()
+		val, err := d.value(st)
 		if err != nil {
 			return nil, err
 		}
-		d.kvs = append(d.kvs, keyValue{key, val})
+		st.pushKV(keyValue{key, val})
 		d.skipSpace()
 		if d.i >= len(d.s) {
 			return nil, d.eofError()
@@ -206,17 +203,17 @@ func (d *decoder) object() (any, error) {
 		d.i++
 		break
 	}
-	m := make(map[string]any, len(d.kvs)-base)
-	for _, kv := range d.kvs[base:] {
+	m := make(map[string]any, len(st.kvs)-base)
+	for _, kv := range st.kvs[base:] {
 		m[kv.key] = kv.val
 	}
-	clear(d.kvs[base:])
-	d.kvs = d.kvs[:base]
+	clear(st.kvs[base:])
+	st.kvs = st.kvs[:base]
 	d.depth--
 	return m, nil
 }
 
-func (d *decoder) array() (any, error) {
+func (d *decoder) array(st *stacks) (any, error) {
 	if d.depth++; d.depth > MaxDecodeDepth {
 		return nil, d.depthError()
 	}
@@ -230,13 +227,13 @@ func (d *decoder) array() (any, error) {
 		d.depth--
 		return []any{}, nil
 	}
-	base := len(d.vals)
+	base := len(st.vals)
 	for {
-		val, err := d.value()
+		val, err := d.value(st)
 		if err != nil {
 			return nil, err
 		}
-		d.vals = append(d.vals, val)
+		st.pushVal(val)
 		d.skipSpace()
 		if d.i >= len(d.s) {
 			return nil, d.eofError()
@@ -250,10 +247,10 @@ func (d *decoder) array() (any, error) {
 		d.i++
 		break
 	}
-	a := make([]any, len(d.vals)-base)
-	copy(a, d.vals[base:])
-	clear(d.vals[base:])
-	d.vals = d.vals[:base]
+	a := make([]any, len(st.vals)-base)
+	copy(a, st.vals[base:])
+	clear(st.vals[base:])
+	st.vals = st.vals[:base]
 	d.depth--
 	return a, nil
 }
@@ -361,10 +358,11 @@ func (d *decoder) str() (string, error) {
 }
 
 // strEscaped continues str from the first backslash, at i, building the
-// value in d.buf.
+// value in a buffer.
 func (d *decoder) strEscaped(start, i int) (string, error) {
 	s := d.s
-	buf := append(d.buf[:0], s[start:i]...)
+	var scratch [128]byte
+	buf := append(scratch[:0], s[start:i]...)
 	for {
 		j := i
 		for i < len(s) && safeASCII[s[i]] {
@@ -377,7 +375,6 @@ func (d *decoder) strEscaped(start, i int) (string, error) {
 		switch c := s[i]; {
 		case c == '"':
 			d.i = i + 1
-			d.buf = buf
 			return string(buf), nil
 		case c == '\\':
 			i++

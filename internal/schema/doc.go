@@ -19,7 +19,10 @@
 // [Schema.Validate] takes a value decoded by encoding/json with UseNumber
 // and returns a [*ValidationError] whose violations carry an RFC 6901 JSON
 // pointer and a reason. Note the JSON Schema rule that a number with a zero
-// fraction is an integer: "1.0" and "1e3" are valid integers.
+// fraction is an integer: "1.0" and "1e3" are valid integers. Valid values
+// take a fast path that does not allocate for most schemas (fast.go); the
+// library (github.com/santhosh-tekuri/jsonschema/v6) validates the rest and
+// explains every invalid value.
 //
 // Errors callers branch on: [ErrNotFound] (no such version), [ErrInvalidSchema]
 // (the document does not decode or compile), [ErrInvalidID] (the name or

@@ -48,20 +48,20 @@ type fastNode struct {
 	constVal any // scalar
 	format   func(any) error
 
-	ref                     *fastNode
-	allOf, anyOf, oneOf     []*fastNode
-	not, ifNode, then, els  *fastNode
-	minProps, maxProps      int
-	required                []string
-	props                   map[string]*fastNode
-	closed                  bool      // additionalProperties: false
-	additional              *fastNode // additionalProperties schema
-	minItems, maxItems      int
-	items                   *fastNode
-	minLen, maxLen          int
-	pattern                 jsonschema.Regexp
-	minimum, maximum        *bound
-	exclusiveMin, exclusive *bound // exclusive is exclusiveMaximum
+	ref                        *fastNode
+	allOf, anyOf, oneOf        []*fastNode
+	not, ifNode, then, els     *fastNode
+	minProps, maxProps         int
+	required                   []string
+	props                      map[string]*fastNode
+	closed                     bool      // additionalProperties: false
+	additional                 *fastNode // additionalProperties schema
+	minItems, maxItems         int
+	items                      *fastNode
+	minLen, maxLen             int
+	pattern                    jsonschema.Regexp
+	minimum, maximum           *bound
+	exclusiveMin, exclusiveMax *bound
 }
 
 // bound is a numeric limit, with its int64 form when it has one.
@@ -143,7 +143,7 @@ func (b *fastBuilder) node(s *jsonschema.Schema) *fastNode {
 	n.minLen, n.maxLen = intOr(s.MinLength), intOr(s.MaxLength)
 	n.pattern = s.Pattern
 	n.minimum, n.maximum = newBound(s.Minimum), newBound(s.Maximum)
-	n.exclusiveMin, n.exclusive = newBound(s.ExclusiveMinimum), newBound(s.ExclusiveMaximum)
+	n.exclusiveMin, n.exclusiveMax = newBound(s.ExclusiveMinimum), newBound(s.ExclusiveMaximum)
 
 	child := b.node
 	n.ref = child(s.Ref)
@@ -397,7 +397,7 @@ func (n *fastNode) validNumber(v any) bool {
 	if n.exclusiveMin != nil && compareNumber(v, n.exclusiveMin) <= 0 {
 		return false
 	}
-	if n.exclusive != nil && compareNumber(v, n.exclusive) >= 0 {
+	if n.exclusiveMax != nil && compareNumber(v, n.exclusiveMax) >= 0 {
 		return false
 	}
 	return true

@@ -79,7 +79,7 @@ type keyValue struct {
 func (st *stacks) pushKV(kv keyValue) {
 	n := len(st.kvs)
 	if n == cap(st.kvs) {
-		grown := make([]keyValue, n, 2*n)
+		grown := make([]keyValue, n, 2*n+16)
 		copy(grown, st.kvs)
 		st.kvs = grown
 	}
@@ -91,7 +91,7 @@ func (st *stacks) pushKV(kv keyValue) {
 func (st *stacks) pushVal(v any) {
 	n := len(st.vals)
 	if n == cap(st.vals) {
-		grown := make([]any, n, 2*n)
+		grown := make([]any, n, 2*n+16)
 		copy(grown, st.vals)
 		st.vals = grown
 	}
@@ -137,9 +137,15 @@ func (d *decoder) value(st *stacks) (any, error) {
 		}
 		return s, nil
 	case 't':
-		return true, d.literal("true")
+		if err := d.literal("true"); err != nil {
+			return nil, err
+		}
+		return true, nil
 	case 'f':
-		return false, d.literal("false")
+		if err := d.literal("false"); err != nil {
+			return nil, err
+		}
+		return false, nil
 	case 'n':
 		return nil, d.literal("null")
 	default:
@@ -406,8 +412,8 @@ func (d *decoder) strEscaped(start, i int) (string, error) {
 					// U+FFFD, as in encoding/json. What follows is then read
 					// on its own.
 					r2 := rune(-1)
-					if r < 0xDC00 && i+2 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
-						r2, _ = d.hex4(i + 3)
+					if r < 0xDC00 && i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
+						r2 = hexRune(s[i+3 : i+7])
 					}
 					if 0xDC00 <= r2 && r2 < 0xE000 {
 						r = 0x10000 + (r-0xD800)<<10 + (r2 - 0xDC00)
@@ -436,12 +442,28 @@ func (d *decoder) strEscaped(start, i int) (string, error) {
 
 // hex4 reads the four hex digits of a \u escape starting at i.
 func (d *decoder) hex4(i int) (rune, error) {
-	var r rune
+	if i+4 <= len(d.s) {
+		if r := hexRune(d.s[i : i+4]); r >= 0 {
+			return r, nil
+		}
+	}
 	for j := i; j < i+4; j++ {
 		if j >= len(d.s) {
 			return -1, d.eofError()
 		}
-		c := d.s[j]
+		if hexRune(d.s[j:j+1]) < 0 {
+			return -1, d.charError(j, `in \u hexadecimal character escape`)
+		}
+	}
+	return -1, d.charError(i, `in \u hexadecimal character escape`) // not reached
+}
+
+// hexRune returns the value of the hex digits h, or -1 if one is not a hex
+// digit.
+func hexRune(h string) rune {
+	var r rune
+	for k := 0; k < len(h); k++ {
+		c := h[k]
 		switch {
 		case '0' <= c && c <= '9':
 			c -= '0'
@@ -450,11 +472,11 @@ func (d *decoder) hex4(i int) (rune, error) {
 		case 'A' <= c && c <= 'F':
 			c -= 'A' - 10
 		default:
-			return -1, d.charError(j, `in \u hexadecimal character escape`)
+			return -1
 		}
 		r = r<<4 | rune(c)
 	}
-	return r, nil
+	return r
 }
 
 func (d *decoder) eofError() error {

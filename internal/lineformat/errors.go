@@ -37,7 +37,7 @@ type ParseError struct {
 	// Offset is the byte offset in the line where it failed.
 	Offset int
 	// Excerpt is up to MaxExcerpt bytes of the line from Offset, cut at a
-	// UTF-8 boundary.
+	// UTF-8 boundary; for a bad value it stops at the end of the field.
 	Excerpt string
 	// Err says what went wrong.
 	Err error
@@ -65,12 +65,13 @@ func (e *ParseError) Error() string {
 // Unwrap returns Err.
 func (e *ParseError) Unwrap() error { return e.Err }
 
-// newParseError builds a ParseError for e at byte off of line.
-func newParseError(line []byte, e *elem, off int, err error) *ParseError {
+// newParseError builds a ParseError for e at byte off of line; the excerpt
+// stops at byte end (the end of the field for a bad value).
+func newParseError(line []byte, e *elem, off, end int, err error) *ParseError {
 	return &ParseError{
 		Spec:    e.spec,
 		Offset:  off,
-		Excerpt: excerpt(line, off),
+		Excerpt: excerpt(line[:end], off),
 		Err:     err,
 		want:    e.want(),
 	}

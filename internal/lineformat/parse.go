@@ -73,7 +73,7 @@ func (f *Format) Parse(line []byte, out *Fields) error {
 	spans := out.spans[:len(f.elems)]
 	if f.re == nil {
 		if i, pos, ok := f.matchFast(line, spans); !ok {
-			return newParseError(line, &f.elems[i], pos, ErrNoMatch)
+			return newParseError(line, &f.elems[i], pos, len(line), ErrNoMatch)
 		}
 	} else if !f.matchRegexp(line, spans) {
 		return f.diagnose(line, spans)
@@ -203,7 +203,7 @@ func (f *Format) matchRegexp(line []byte, spans []span) bool {
 // greedy matcher's view of where it fails, which is a fair account of it.
 func (f *Format) diagnose(line []byte, spans []span) error {
 	if i, pos, ok := f.matchFast(line, spans); !ok {
-		return newParseError(line, &f.elems[i], pos, ErrNoMatch)
+		return newParseError(line, &f.elems[i], pos, len(line), ErrNoMatch)
 	}
 	// Unreachable: a greedy match is a match of the regexp too.
 	return &ParseError{Spec: f.format, Excerpt: excerpt(line, 0), Err: ErrNoMatch}
@@ -234,7 +234,7 @@ func (f *Format) extract(line []byte, spans []span, out *Fields) error {
 			}
 			buf, pos, err := decodeQuery(out.Capsule[:0], text)
 			if err != nil {
-				return newParseError(line, e, s.start+pos, err)
+				return newParseError(line, e, s.start+pos, s.end, err)
 			}
 			out.Capsule = buf
 		case kindJSON:
@@ -242,13 +242,13 @@ func (f *Format) extract(line []byte, spans []span, out *Fields) error {
 		case kindTime:
 			ts, err := parseNCSA(text)
 			if err != nil {
-				return newParseError(line, e, s.start, err)
+				return newParseError(line, e, s.start, s.end, err)
 			}
 			out.Timestamp = ts
 		case kindDT:
 			out.DT = reuse(prevDT, text)
 			if _, err := time.Parse(time.RFC3339, out.DT); err != nil {
-				return newParseError(line, e, s.start, fmt.Errorf("%w: not RFC 3339", ErrBadTimestamp))
+				return newParseError(line, e, s.start, s.end, fmt.Errorf("%w: not RFC 3339", ErrBadTimestamp))
 			}
 		case kindClientIP:
 			out.ClientIP = reuse(prevIP, text)
@@ -258,7 +258,7 @@ func (f *Format) extract(line []byte, spans []span, out *Fields) error {
 		case kindInt:
 			v, ok := atoi(text)
 			if !ok {
-				return newParseError(line, e, s.start, ErrIntRange)
+				return newParseError(line, e, s.start, s.end, ErrIntRange)
 			}
 			fl := &out.Named[e.slot]
 			*fl = Field{Name: f.names[e.slot], Str: reuse(fl.Str, text), Int: v, IsInt: true}

@@ -98,7 +98,7 @@ func TestParse(t *testing.T) {
 		{"q stops at whitespace", "%q x", "?a\tx", want{capsule: capsule(`a`)}},
 		{"q needs ?", "%q", `%7B%7D`, want{err: ErrNoMatch, spec: "%q", off: 0, contains: `want "?" then non-space text`}},
 		{"q needs text after ?", "%q", `? x`, want{err: ErrNoMatch, spec: "%q", off: 0}},
-		{"q bad escape", "%q", `?%7Bab%zz%7D`, want{err: ErrBadEscape, spec: "%q", off: 6, contains: `bad value for %q at byte 6: invalid percent escape in query, have "%zz%7D"`}},
+		{"q bad escape", "%q x", `?%7Bab%zz%7D x`, want{err: ErrBadEscape, spec: "%q", off: 6, contains: `bad value for %q at byte 6: invalid percent escape in query, have "%zz%7D"`}},
 		{"q truncated escape", "%q x", `?abc%4 x`, want{err: ErrBadEscape, spec: "%q", off: 4}},
 		{"q truncated escape before ;", "%q", `?abc%4;`, want{err: ErrBadEscape, spec: "%q", off: 4}},
 		{"q lone %", "%q", `?%`, want{err: ErrBadEscape, spec: "%q", off: 1}},

@@ -3,7 +3,7 @@ package lineformat
 import (
 	"bytes"
 	"crypto/hmac"
-	"crypto/sha1" //nolint:gosec // the reference vectors use HMAC-SHA1
+	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
 	"errors"

@@ -261,6 +261,17 @@ func TestProcessorKafkaKill(t *testing.T) {
 	if missing > 0 || wrong > 0 {
 		t.Fatalf("%d outputs missing, %d wrong", missing, wrong)
 	}
+	// Every line came from one client IP: both processors (and the restarted
+	// one) must have hashed it with the same shared key.
+	if len(got.clientIPs) != 1 {
+		t.Errorf("one client IP hashed %d different ways: %v", len(got.clientIPs), got.clientIPs)
+	}
+	for ip := range got.clientIPs {
+		if len(ip) != 64 || ip == "198.51.100.7" {
+			t.Errorf("clientIp %q is not an HMAC-SHA256 hex", ip)
+		}
+	}
+
 	// Duplicates: every record in the (fresh) output topics minus the
 	// distinct outputs expected. At-least-once allows them; report the count.
 	ends, err := adm.ListEndOffsets(ctx, topics...)
@@ -312,6 +323,7 @@ type outputs struct {
 	valid, mixed map[string]int
 	validSchema  map[string]string
 	errors       map[string][]capsule.EventError
+	clientIPs    map[string]bool // distinct clientIp values of valid events
 }
 
 func readOutputs(ctx context.Context, t *testing.T, brokers, topics []string, errTopic, mixed string, exp []expectation) outputs {
@@ -324,7 +336,7 @@ func readOutputs(ctx context.Context, t *testing.T, brokers, topics []string, er
 			wantErr++
 		}
 	}
-	o := outputs{valid: map[string]int{}, mixed: map[string]int{}, validSchema: map[string]string{}, errors: map[string][]capsule.EventError{}}
+	o := outputs{valid: map[string]int{}, mixed: map[string]int{}, validSchema: map[string]string{}, errors: map[string][]capsule.EventError{}, clientIPs: map[string]bool{}}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -349,13 +361,15 @@ func readOutputs(ctx context.Context, t *testing.T, brokers, topics []string, er
 				o.errors[ec.Event.RawEvent] = append(o.errors[ec.Event.RawEvent], ec.Event)
 			default:
 				var c struct {
-					UUID   string `json:"uuid"`
-					Schema string `json:"schema"`
+					UUID     string `json:"uuid"`
+					Schema   string `json:"schema"`
+					ClientIP string `json:"clientIp"`
 				}
 				if err := json.Unmarshal(r.Value, &c); err != nil {
 					t.Errorf("bad capsule in %s: %v", r.Topic, err)
 					return
 				}
+				o.clientIPs[c.ClientIP] = true
 				if r.Topic == mixed {
 					o.mixed[c.UUID]++
 				} else {

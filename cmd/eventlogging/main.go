@@ -72,7 +72,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "eventlogging:", err)
 		return 2
 	default:
-		logger.Error("exiting", "err", err)
+		fmt.Fprintln(stderr, "eventlogging:", err)
 		return 1
 	}
 }

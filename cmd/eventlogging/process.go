@@ -51,6 +51,7 @@ type processFlags struct {
 	ip, ipHashAlg, ipHashKeyHex                         string
 	trust                                               bool
 	mixedTopic, mixedExclude, errorTopic, topicTemplate string
+	processorID                                         string
 }
 
 func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) error {
@@ -72,6 +73,7 @@ func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.StringVar(&f.mixedExclude, "mixed-exclude", "", "regex of schemas kept out of the mixed topic")
 	fs.StringVar(&f.errorTopic, "error-topic", "", "topic of EventErrors (default eventlogging_EventError)")
 	fs.StringVar(&f.topicTemplate, "topic-template", "", "per-schema topic name, with {schema} and {revision} (default eventlogging_{schema})")
+	fs.StringVar(&f.processorID, "processor-id", "", "name of this processor in EventErrors (process.processor_id, default host-pid)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -111,6 +113,7 @@ func (f processFlags) apply(c *config.Config) {
 	set(&p.MixedExclude, f.mixedExclude)
 	set(&p.ErrorTopic, f.errorTopic)
 	set(&p.TopicTemplate, f.topicTemplate)
+	set(&p.ProcessorID, f.processorID)
 	if f.trust {
 		p.TrustClientCapsuleFields = true
 	}
@@ -150,6 +153,7 @@ func newProcessor(c config.Config, hasher process.IPHasher) (*process.Processor,
 		MixedTopic:               p.MixedTopic,
 		MixedExclude:             exclude,
 		ErrorTopic:               p.ErrorTopic,
+		ProcessorID:              p.ProcessorID,
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -274,10 +275,12 @@ func checkDecode(t *testing.T, in []byte) bool {
 }
 
 func TestDecode(t *testing.T) {
-	for _, c := range decodeCases {
-		if ok := checkDecode(t, []byte(c.in)); ok != c.valid {
-			t.Errorf("Decode(%q) succeeded %v, want %v", c.in, ok, c.valid)
-		}
+	for i, c := range decodeCases {
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			if ok := checkDecode(t, []byte(c.in)); ok != c.valid {
+				t.Errorf("Decode(%q) succeeded %v, want %v", c.in, ok, c.valid)
+			}
+		})
 	}
 }
 

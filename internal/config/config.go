@@ -67,6 +67,7 @@ type Process struct {
 	ErrorTopic               string        `yaml:"error_topic"`
 	NegativeCacheTTL         time.Duration `yaml:"negative_cache_ttl"`
 	MaxPollRecords           int           `yaml:"max_poll_records"`
+	ProcessorID              string        `yaml:"processor_id"`
 	Parallelism              int           `yaml:"parallelism"`
 }
 

@@ -60,5 +60,24 @@ func appendOptString(b []byte, key, v string) []byte {
 // FormatDT formats a receive time as the ISO-8601 UTC `dt` field,
 // e.g. 2013-01-19T23:16:38Z (second precision, as the original).
 func FormatDT(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05Z")
+	t = t.UTC()
+	y, mo, d := t.Date()
+	h, mi, sec := t.Clock()
+	if y < 0 || y > 9999 {
+		return t.Format("2006-01-02T15:04:05Z")
+	}
+	b := [20]byte{0, 0, 0, 0, '-', 0, 0, '-', 0, 0, 'T', 0, 0, ':', 0, 0, ':', 0, 0, 'Z'}
+	put := func(i, v, n int) {
+		for j := i + n - 1; j >= i; j-- {
+			b[j] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, y, 4)
+	put(5, int(mo), 2)
+	put(8, d, 2)
+	put(11, h, 2)
+	put(14, mi, 2)
+	put(17, sec, 2)
+	return string(b[:])
 }

@@ -8,6 +8,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 )
 
 // loadReference decodes one file of ../shared/reference/eventlogging.
@@ -183,5 +186,23 @@ func BenchmarkUUID(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		UUID("cp3022.esams.wikimedia.org", 132073, 1358637398)
+	}
+}
+
+func TestFormatDT(t *testing.T) {
+	for _, sec := range []int64{0, 1358637398, 1442872527, 253402300799, -1, 4102444800} {
+		tm := time.Unix(sec, 0)
+		if got, want := FormatDT(tm), tm.UTC().Format("2006-01-02T15:04:05Z"); got != want {
+			t.Errorf("FormatDT(%d) = %s, want %s", sec, got, want)
+		}
+	}
+}
+
+func TestUUIDMatchesLibrary(t *testing.T) {
+	for _, name := range []string{"event://a/?seqId=1&timestamp=2", "", strings.Repeat("x", 300)} {
+		want := strings.ReplaceAll(uuid.NewSHA1(uuid.NameSpaceURL, []byte(name)).String(), "-", "")
+		if got := UUIDFromURL(name); got != want {
+			t.Errorf("%q: %s, want %s", name, got, want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package capsule
 
 import (
+	"crypto/sha1" //nolint:gosec // UUIDv5 is defined on SHA-1
 	"encoding/hex"
 	"strconv"
 
@@ -44,9 +45,15 @@ func UUIDFromDT(recvFrom string, seqID int64, dt string) string {
 // records, keyed by their Kafka coordinates).
 func UUIDFromURL(url string) string { return hexUUID([]byte(url)) }
 
+// hexUUID is uuid.NewSHA1(uuid.NameSpaceURL, name) in hex, without the
+// allocations of the generic path (it runs once per event).
 func hexUUID(name []byte) string {
-	u := uuid.NewSHA1(uuid.NameSpaceURL, name)
+	var buf [256]byte
+	in := append(append(buf[:0], uuid.NameSpaceURL[:]...), name...)
+	sum := sha1.Sum(in)
+	sum[6] = (sum[6] & 0x0f) | 0x50 // version 5
+	sum[8] = (sum[8] & 0x3f) | 0x80 // RFC 4122 variant
 	var out [32]byte
-	hex.Encode(out[:], u[:])
+	hex.Encode(out[:], sum[:16])
 	return string(out[:])
 }

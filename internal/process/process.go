@@ -1,12 +1,10 @@
 package process
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -79,7 +77,6 @@ func (p *Processor) ErrorTopic() string { return p.cfg.ErrorTopic }
 
 type scratch struct {
 	fields lineformat.Fields
-	reader bytes.Reader
 }
 
 // knownNamed are the capsule fields a line format may carry by name.
@@ -171,15 +168,9 @@ func (p *Processor) build(ctx context.Context, f *lineformat.Format, raw []byte,
 	if !utf8.Valid(fl.Capsule) {
 		return c, processorFailure("decode capsule: invalid UTF-8")
 	}
-	s.reader.Reset(fl.Capsule)
-	dec := json.NewDecoder(&s.reader)
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := capsule.Decode(fl.Capsule)
+	if err != nil {
 		return c, processorFailure("decode capsule JSON: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return c, processorFailure("decode capsule JSON: trailing data after the capsule")
 	}
 	client, ok := v.(map[string]any)
 	if !ok {

@@ -57,6 +57,9 @@ type Resolver struct {
 
 	mu       sync.Mutex // guards inflight and replacing schemas
 	inflight map[ID]*call
+
+	uriOnce sync.Once
+	uris    *uriCache // schemas resolved by $schema URI (uri.go)
 }
 
 type negativeEntry struct {

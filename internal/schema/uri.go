@@ -1,0 +1,149 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// URISource fetches schema documents named by an Event Platform $schema URI
+// path such as "/analytics/button_click/1.0.0". It returns an error wrapping
+// [ErrNotFound] when there is no such document. Safe for concurrent use.
+type URISource interface {
+	FetchURI(ctx context.Context, path string) ([]byte, error)
+}
+
+// uriPath is the accepted shape of a $schema path: slash-separated segments
+// of letters, digits, '_', '-' and '.', no empty, "." or ".." segment.
+var uriPath = regexp.MustCompile(`^(?:/[A-Za-z0-9_.-]+){1,16}$`)
+
+// SchemaPath reduces a $schema value ("/a/b/1.0.0", "a/b/1.0.0" or a full
+// URL) to its canonical path "/a/b/1.0.0", or returns an error wrapping
+// [ErrNotFound] for anything that cannot name a schema (so it can never
+// escape a schema folder).
+func SchemaPath(uri string) (string, error) {
+	p := uri
+	if strings.Contains(uri, "://") {
+		u, err := url.Parse(uri)
+		if err != nil {
+			return "", fmt.Errorf("%w: $schema %q: %w", ErrNotFound, uri, err)
+		}
+		p = u.Path
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	for _, ext := range extensions {
+		p = strings.TrimSuffix(p, ext)
+	}
+	if len(p) > 512 || !uriPath.MatchString(p) {
+		return "", fmt.Errorf("%w: $schema %q is not a schema path like /analytics/button_click/1.0.0", ErrNotFound, uri)
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "." || seg == ".." {
+			return "", fmt.Errorf("%w: $schema %q: dot segments are not allowed", ErrNotFound, uri)
+		}
+	}
+	return p, nil
+}
+
+// FetchURI reads <dir><path>.json (or .yaml, .yml) for a $schema path.
+func (d *DirSource) FetchURI(ctx context.Context, uri string) ([]byte, error) {
+	p, err := SchemaPath(uri)
+	if err != nil {
+		return nil, err
+	}
+	base := filepath.Join(d.dir, filepath.FromSlash(p[1:]))
+	for _, ext := range extensions {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b, err := os.ReadFile(base + ext)
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%w: no file %s.{json,yaml,yml}", ErrNotFound, base)
+}
+
+// uriCache holds schemas resolved by URI, positive and negative.
+type uriCache struct {
+	mu       sync.RWMutex
+	schemas  map[string]*Schema
+	negative map[string]negativeEntry
+}
+
+// ResolveURI returns the compiled schema named by an Event Platform $schema
+// URI. The source must implement [URISource]. Errors are those of
+// [Resolver.Resolve]; unknown and invalid schemas are cached negatively for
+// NegativeTTL. The schema's ID has the path as Name and Revision 0.
+func (r *Resolver) ResolveURI(ctx context.Context, uri string) (*Schema, error) {
+	r.uriOnce.Do(func() {
+		r.uris = &uriCache{schemas: map[string]*Schema{}, negative: map[string]negativeEntry{}}
+	})
+	c := r.uris
+	c.mu.RLock()
+	s, ok := c.schemas[uri]
+	neg, negOK := c.negative[uri]
+	c.mu.RUnlock()
+	if ok {
+		return s, nil
+	}
+	if negOK && r.now().Before(neg.until) {
+		return nil, neg.err
+	}
+	s, err := r.loadURI(ctx, uri)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidSchema):
+		c.mu.Lock()
+		if len(c.negative) >= r.maxNegative {
+			clear(c.negative)
+		}
+		c.negative[uri] = negativeEntry{err: err, until: r.now().Add(r.negativeTTL)}
+		c.mu.Unlock()
+		return nil, err
+	default:
+		return nil, err
+	}
+	c.mu.Lock()
+	c.schemas[uri] = s
+	c.mu.Unlock()
+	return s, nil
+}
+
+func (r *Resolver) loadURI(ctx context.Context, uri string) (*Schema, error) {
+	src, ok := r.src.(URISource)
+	if !ok {
+		return nil, fmt.Errorf("schema: resolve %q: %w: this schema source has no $schema URIs", uri, ErrNotFound)
+	}
+	p, err := SchemaPath(uri)
+	if err != nil {
+		return nil, fmt.Errorf("schema: resolve: %w", err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, r.fetchTimeout)
+	defer cancel()
+	raw, err := src.FetchURI(fctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("schema: resolve %s: %w", p, err)
+	}
+	doc, err := ParseDocument(raw)
+	if err != nil {
+		return nil, fmt.Errorf("schema: resolve %s: %w", p, err)
+	}
+	s, err := Compile(ID{Name: p}, doc)
+	if err != nil {
+		return nil, fmt.Errorf("schema: resolve %s: %w", p, err)
+	}
+	return s, nil
+}

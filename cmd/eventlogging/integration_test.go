@@ -174,7 +174,7 @@ func TestProcessorKafkaKill(t *testing.T) {
 	lines, exp := rawCorpus(n)
 	args := []string{
 		"--kafka-brokers", strings.Join(brokers, ","), "--group", group, "--raw-topic", raw,
-		"--schemas", "../../schemas",
+		"--schemas", "../../examples/schemas",
 		"--topic-template", prefix + "_{schema}", "--error-topic", errTopic, "--mixed-topic", mixed,
 	}
 	dir := t.TempDir()

@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // events and compares every output record with the golden file.
 func TestOfflineGolden(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	args := []string{"process", "--from", "../../examples/raw-events.log", "--schemas", "../../schemas",
+	args := []string{"process", "--from", "../../examples/raw-events.log", "--schemas", "../../examples/schemas",
 		"--ip-hash-key-hex", "000102030405060708090a0b0c0d0e0f", "--processor-id", "golden"}
 	if code := run(args, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
@@ -70,7 +70,7 @@ func TestOfflineUsageErrors(t *testing.T) {
 		{[]string{"process", "--ip-hash-key-hex", "00"}, 2, "offline mode"},
 		{[]string{"process", "--bogus"}, 2, "flag provided but not defined"},
 		{[]string{"nonsense"}, 2, "unknown command"},
-		{[]string{"process", "--from", "/nonexistent/file", "--schemas", "../../schemas"}, 1, "no such file"},
+		{[]string{"process", "--from", "/nonexistent/file", "--schemas", "../../examples/schemas"}, 1, "no such file"},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer

@@ -51,7 +51,7 @@ type processFlags struct {
 	ip, ipHashAlg, ipHashKeyHex                         string
 	trust                                               bool
 	mixedTopic, mixedExclude, errorTopic, topicTemplate string
-	processorID                                         string
+	processorID, streams                                string
 }
 
 func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) error {
@@ -64,6 +64,7 @@ func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.StringVar(&f.from, "from", "", "offline: read raw lines from FILE, or - for stdin")
 	fs.StringVar(&f.to, "to", "-", "offline: write output records to FILE, or - for stdout")
 	fs.StringVar(&f.format, "format", "", "line format of the raw records (default "+config.DefaultRawFormat+")")
+	fs.StringVar(&f.streams, "streams", "", "Event Platform stream configuration file (process.streams_file), e.g. examples/streams.yaml")
 	fs.StringVar(&f.schemas, "schemas", "", "schema folder <Name>/<revision>.json|yaml (process.schemas_dir, default ./schemas)")
 	fs.StringVar(&f.ip, "ip", "", "client IP policy: hash, drop or keep (process.ip, default hash)")
 	fs.StringVar(&f.ipHashAlg, "ip-hash-alg", "", "HMAC for --ip hash: sha256 or sha1 (process.ip_hash_alg, default sha256)")
@@ -107,6 +108,7 @@ func (f processFlags) apply(c *config.Config) {
 	}
 	set(&p.Group, f.group)
 	set(&p.SchemasDir, f.schemas)
+	set(&p.StreamsFile, f.streams)
 	set(&p.IP, f.ip)
 	set(&p.IPHashAlg, f.ipHashAlg)
 	set(&p.MixedTopic, f.mixedTopic)
@@ -145,6 +147,16 @@ func newProcessor(c config.Config, hasher process.IPHasher) (*process.Processor,
 	if st, err := os.Stat(p.SchemasDir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("schema folder %q: not a readable directory (set --schemas or process.schemas_dir)", p.SchemasDir)
 	}
+	var streams *process.Streams
+	if p.StreamsFile != "" {
+		data, err := os.ReadFile(p.StreamsFile)
+		if err != nil {
+			return nil, fmt.Errorf("process.streams_file: %w", err)
+		}
+		if streams, err = process.ParseStreams(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", p.StreamsFile, err)
+		}
+	}
 	res := schema.NewResolver(schema.NewDirSource(p.SchemasDir), schema.ResolverConfig{NegativeTTL: p.NegativeCacheTTL})
 	return process.New(res, hasher, process.Config{
 		IPPolicy:                 policy,
@@ -154,6 +166,7 @@ func newProcessor(c config.Config, hasher process.IPHasher) (*process.Processor,
 		MixedExclude:             exclude,
 		ErrorTopic:               p.ErrorTopic,
 		ProcessorID:              p.ProcessorID,
+		Streams:                  streams,
 	})
 }
 

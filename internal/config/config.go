@@ -56,6 +56,7 @@ type Process struct {
 	Group                    string        `yaml:"group"`
 	Inputs                   []Input       `yaml:"inputs"`
 	SchemasDir               string        `yaml:"schemas_dir"`
+	StreamsFile              string        `yaml:"streams_file"`
 	IP                       string        `yaml:"ip"`
 	IPHashAlg                string        `yaml:"ip_hash_alg"`
 	IPKeyTopic               string        `yaml:"ip_key_topic"`

@@ -71,6 +71,9 @@ type Config struct {
 	MaxEventBytes int
 	// MaxRawErrorBytes cuts rawEvent in EventErrors; default 64 KiB.
 	MaxRawErrorBytes int
+	// Streams configures Event Platform streams; nil rejects every
+	// Event Platform event as "stream not configured".
+	Streams *Streams
 	// Now is the clock, for tests; default time.Now.
 	Now func() time.Time
 }

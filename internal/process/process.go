@@ -17,10 +17,13 @@ import (
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
-// Resolver finds the compiled schema of an event. It returns an error
-// wrapping schema.ErrNotFound for unknown versions. Safe for concurrent use.
+// Resolver finds the compiled schema of an event, by (name, revision) for
+// legacy capsules and by $schema URI for Event Platform events. It returns
+// an error wrapping schema.ErrNotFound for unknown schemas. Safe for
+// concurrent use.
 type Resolver interface {
 	Resolve(ctx context.Context, id schema.ID) (*schema.Schema, error)
+	ResolveURI(ctx context.Context, uri string) (*schema.Schema, error)
 }
 
 // IPHasher hashes a client IP with the shared key. Safe for concurrent use.
@@ -48,8 +51,8 @@ type Processor struct {
 }
 
 type schemaTopics struct {
-	own   string
-	mixed bool
+	own  string
+	list []string // own, and the mixed topic unless excluded
 }
 
 // New builds a Processor. hasher may be nil when the policy is not hash.
@@ -99,24 +102,98 @@ func CheckFormat(format string) error {
 }
 
 // Process handles one raw record read with format f and appends its outputs
-// to out: the capsule for its schema topic (and the mixed topic), or one
-// EventError. src locates the record (nil offline). It never fails: every
-// problem becomes an EventError.
+// to out: the capsule for its schema topic (and the mixed topic), the event
+// for its stream's topic (Event Platform style), or one EventError. src
+// locates the record (nil offline). It never fails: every problem becomes an
+// EventError.
 func (p *Processor) Process(ctx context.Context, f *lineformat.Format, raw []byte, src *capsule.Source, out []Output) []Output {
 	s := p.scratch.Get().(*scratch)
 	defer p.scratch.Put(s)
-	c, verr := p.build(ctx, f, raw, s)
-	if verr != nil {
-		return append(out, Output{Topic: p.cfg.ErrorTopic, Value: p.errorValue(raw, src, &s.fields, c, verr)})
+	s.fields = lineformat.Fields{Capsule: s.fields.Capsule[:0], Named: s.fields.Named[:0]}
+	var fail *failure
+	switch {
+	case len(raw) > p.cfg.MaxEventBytes:
+		fail = processorFailure("raw event of %d bytes exceeds the %d-byte limit", len(raw), p.cfg.MaxEventBytes)
+	default:
+		if err := f.Parse(raw, &s.fields); err != nil {
+			fail = processorFailure("parse raw event: %v", err)
+		} else if s.fields.Capsule == nil {
+			fail = processorFailure("line format %q has no capsule (%%q or %%j)", f.String())
+		}
 	}
-	t := p.topicsFor(c.Schema, c.Revision)
-	c.Topic = t.own
-	value := c.AppendJSON(make([]byte, 0, len(raw)+256))
-	out = append(out, Output{Topic: t.own, Value: value})
-	if t.mixed {
-		out = append(out, Output{Topic: p.cfg.MixedTopic, Value: value})
-	}
+	out, _ = p.finish(ctx, &s.fields, raw, src, fail, out)
 	return out
+}
+
+// Meta is what the HTTP intake knows about an event it received, in place
+// of the fields of a raw line.
+type Meta struct {
+	RecvFrom  string    // the intake host
+	SeqID     int64     // per-process sequence number
+	Received  time.Time // receive time
+	ClientIP  string    // "" when unknown
+	UserAgent string
+}
+
+// Result is the outcome of one event, for per-event HTTP answers.
+type Result struct {
+	UUID    string              // the event's uuid (also for most invalid events)
+	Topic   string              // where a valid event goes
+	Code    string              // "" when valid; else capsule.CodeValidation or CodeProcessor
+	Message string              // why it is invalid
+	Errors  []capsule.Violation // JSON pointer + reason
+}
+
+// Valid reports whether the event was accepted.
+func (r Result) Valid() bool { return r.Code == "" }
+
+// ProcessEvent handles one JSON event received by the HTTP intake (a legacy
+// capsule or an Event Platform event), exactly as Process would handle the
+// same event read from a raw topic, and reports the outcome.
+func (p *Processor) ProcessEvent(ctx context.Context, event []byte, m Meta, out []Output) ([]Output, Result) {
+	s := p.scratch.Get().(*scratch)
+	defer p.scratch.Put(s)
+	fl := &s.fields
+	*fl = lineformat.Fields{
+		Capsule:      append(fl.Capsule[:0], event...),
+		Timestamp:    m.Received.Unix(),
+		HasTimestamp: true,
+		ClientIP:     m.ClientIP,
+		HasClientIP:  m.ClientIP != "",
+		Named: append(fl.Named[:0],
+			lineformat.Field{Name: "recvFrom", Str: m.RecvFrom},
+			lineformat.Field{Name: "seqId", Int: m.SeqID, IsInt: true},
+			lineformat.Field{Name: "userAgent", Str: m.UserAgent},
+		),
+	}
+	var fail *failure
+	if len(event) > p.cfg.MaxEventBytes {
+		fail = processorFailure("event of %d bytes exceeds the %d-byte limit", len(event), p.cfg.MaxEventBytes)
+	}
+	return p.finish(ctx, fl, event, nil, fail, out)
+}
+
+// finish builds and routes one parsed record (or its EventError).
+func (p *Processor) finish(ctx context.Context, fl *lineformat.Fields, raw []byte, src *capsule.Source, fail *failure, out []Output) ([]Output, Result) {
+	c := &capsule.Capsule{Revision: -1}
+	var r route
+	if fail == nil {
+		r, fail = p.build(ctx, fl, c)
+	}
+	if fail != nil {
+		out = append(out, Output{Topic: p.cfg.ErrorTopic, Value: p.errorValue(raw, src, fl, c, fail)})
+		return out, Result{UUID: c.UUID, Code: fail.code, Message: fail.message, Errors: fail.violations}
+	}
+	for _, t := range r.topics {
+		out = append(out, Output{Topic: t, Value: r.value})
+	}
+	return out, Result{UUID: c.UUID, Topic: r.topics[0]}
+}
+
+// route is where a valid record goes: the same value in every topic.
+type route struct {
+	topics []string
+	value  []byte
 }
 
 func (p *Processor) topicsFor(name string, revision int64) schemaTopics {
@@ -126,9 +203,10 @@ func (p *Processor) topicsFor(name string, revision int64) schemaTopics {
 	if ok {
 		return t
 	}
-	t = schemaTopics{
-		own:   p.topics.Format(name, revision),
-		mixed: p.cfg.MixedTopic != "" && (p.cfg.MixedExclude == nil || !p.cfg.MixedExclude.MatchString(name)),
+	t = schemaTopics{own: p.topics.Format(name, revision)}
+	t.list = []string{t.own}
+	if p.cfg.MixedTopic != "" && (p.cfg.MixedExclude == nil || !p.cfg.MixedExclude.MatchString(name)) {
+		t.list = append(t.list, p.cfg.MixedTopic)
 	}
 	if strings.Contains(p.cfg.TopicTemplate, "{revision}") {
 		return t // one topic per revision: not cached per name
@@ -150,31 +228,23 @@ func processorFailure(format string, args ...any) *failure {
 	return &failure{code: capsule.CodeProcessor, message: fmt.Sprintf(format, args...)}
 }
 
-// build parses, merges, resolves and validates. On failure it returns the
-// partly built capsule (for the error's schema/revision) and the failure.
-func (p *Processor) build(ctx context.Context, f *lineformat.Format, raw []byte, s *scratch) (*capsule.Capsule, *failure) {
-	c := &capsule.Capsule{Revision: -1}
-	s.fields = lineformat.Fields{Capsule: s.fields.Capsule[:0], Named: s.fields.Named[:0]}
-	if len(raw) > p.cfg.MaxEventBytes {
-		return c, processorFailure("raw event of %d bytes exceeds the %d-byte limit", len(raw), p.cfg.MaxEventBytes)
-	}
-	if err := f.Parse(raw, &s.fields); err != nil {
-		return c, processorFailure("parse raw event: %v", err)
-	}
-	fl := &s.fields
-	if fl.Capsule == nil {
-		return c, processorFailure("line format %q has no capsule (%%q or %%j)", f.String())
-	}
+// build decodes, merges, resolves and validates a parsed record into c and
+// returns its route, or the failure (c then holds what was learnt, for the
+// EventError's schema and revision).
+func (p *Processor) build(ctx context.Context, fl *lineformat.Fields, c *capsule.Capsule) (route, *failure) {
 	if !utf8.Valid(fl.Capsule) {
-		return c, processorFailure("decode capsule: invalid UTF-8")
+		return route{}, processorFailure("decode capsule: invalid UTF-8")
 	}
 	v, err := capsule.Decode(fl.Capsule)
 	if err != nil {
-		return c, processorFailure("decode capsule JSON: %v", err)
+		return route{}, processorFailure("decode capsule JSON: %v", err)
 	}
 	client, ok := v.(map[string]any)
 	if !ok {
-		return c, processorFailure("decode capsule JSON: capsule is %s, not an object", jsonKind(v))
+		return route{}, processorFailure("decode capsule JSON: capsule is %s, not an object", jsonKind(v))
+	}
+	if _, platform := client["$schema"]; platform {
+		return p.buildPlatform(ctx, fl, client, c)
 	}
 
 	var viol []capsule.Violation
@@ -226,7 +296,7 @@ func (p *Processor) build(ctx context.Context, f *lineformat.Format, raw []byte,
 	c.Event = event
 
 	if fail := p.serverFields(c, fl, client); fail != nil {
-		return c, fail
+		return route{}, fail
 	}
 	if nameOK && revOK {
 		id := schema.ID{Name: name, Revision: c.Revision}
@@ -240,9 +310,9 @@ func (p *Processor) build(ctx context.Context, f *lineformat.Format, raw []byte,
 			sc, err := p.res.Resolve(ctx, id)
 			switch {
 			case errors.Is(err, schema.ErrNotFound):
-				return c, processorFailure("unknown schema %s revision %d", name, c.Revision)
+				return route{}, processorFailure("unknown schema %s revision %d", name, c.Revision)
 			case err != nil:
-				return c, processorFailure("resolve schema %s revision %d: %v", name, c.Revision, err)
+				return route{}, processorFailure("resolve schema %s revision %d: %v", name, c.Revision, err)
 			}
 			var ve *schema.ValidationError
 			if err := sc.Validate(event); errors.As(err, &ve) {
@@ -255,9 +325,12 @@ func (p *Processor) build(ctx context.Context, f *lineformat.Format, raw []byte,
 		}
 	}
 	if len(viol) > 0 {
-		return c, &failure{code: capsule.CodeValidation, message: summarize(viol), violations: viol}
+		return route{}, &failure{code: capsule.CodeValidation, message: summarize(viol), violations: viol}
 	}
-	return c, nil
+	t := p.topicsFor(c.Schema, c.Revision)
+	c.Topic = t.own
+	r := route{topics: t.list, value: c.AppendJSON(make([]byte, 0, len(fl.Capsule)+256))}
+	return r, nil
 }
 
 // serverFields fills recvFrom, seqId, timestamp, dt, userAgent, clientIp and

@@ -56,7 +56,7 @@ func newTestProcessor(t testing.TB, cfg Config, keyHex string) *Processor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := schema.NewResolver(schema.NewDirSource("../../schemas"), schema.ResolverConfig{})
+	res := schema.NewResolver(schema.NewDirSource("../../examples/schemas"), schema.ResolverConfig{})
 	cfg.ProcessorID = "test-processor"
 	cfg.Now = func() time.Time { return fixedNow }
 	p, err := New(res, iphash.NewHasher(iphash.SHA1, key), cfg)

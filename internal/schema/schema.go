@@ -107,3 +107,11 @@ func Compile(id ID, doc map[string]any) (s *Schema, err error) {
 	title, _ := norm["title"].(string)
 	return &Schema{id: id, title: title, doc: norm, compiled: compiled, fast: buildFast(compiled)}, nil
 }
+
+// HasProperty reports whether the schema's root declares property name
+// (the intake fills optional fields such as "http" only when declared).
+func (s *Schema) HasProperty(name string) bool {
+	props, _ := s.doc["properties"].(map[string]any)
+	_, ok := props[name]
+	return ok
+}

@@ -54,13 +54,19 @@ func SchemaPath(uri string) (string, error) {
 	return p, nil
 }
 
-// FetchURI reads <dir><path>.json (or .yaml, .yml) for a $schema path.
+// URIDir is the subfolder of a schema folder holding Event Platform schemas
+// by $schema path (as in Wikimedia's schema repositories), apart from the
+// legacy <Name>/<revision> files.
+const URIDir = "jsonschema"
+
+// FetchURI reads <dir>/jsonschema<path>.json (or .yaml, .yml) for a $schema
+// path.
 func (d *DirSource) FetchURI(ctx context.Context, uri string) ([]byte, error) {
 	p, err := SchemaPath(uri)
 	if err != nil {
 		return nil, err
 	}
-	base := filepath.Join(d.dir, filepath.FromSlash(p[1:]))
+	base := filepath.Join(d.dir, URIDir, filepath.FromSlash(p[1:]))
 	for _, ext := range extensions {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -1,0 +1,93 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/lineformat"
+	"github.com/eventlogging/eventlogging/internal/schema"
+)
+
+// buildPlatform handles an Event Platform event: {"$schema": "/title/1.0.0",
+// "meta": {"stream": "..."}, ...}. The event itself is the output record:
+// the processor fills meta.id (the uuid), meta.dt (receive time) and, when
+// the schema declares "http", http.client_ip (per the IP policy) and the
+// user agent; then validates the whole event against $schema and routes it
+// to the stream's topic.
+func (p *Processor) buildPlatform(ctx context.Context, fl *lineformat.Fields, ev map[string]any, c *capsule.Capsule) (route, *failure) {
+	// Server fields only: an Event Platform event cannot set them.
+	if fail := p.serverFields(c, fl, nil); fail != nil {
+		return route{}, fail
+	}
+	uri, ok := ev["$schema"].(string)
+	if !ok {
+		return route{}, invalid("/$schema", "got "+jsonKind(ev["$schema"])+", want string")
+	}
+	c.Schema = uri
+	meta, ok := ev["meta"].(map[string]any)
+	if !ok {
+		if _, present := ev["meta"]; present {
+			return route{}, invalid("/meta", "got "+jsonKind(ev["meta"])+", want object")
+		}
+		return route{}, invalid("/meta", "required property missing (meta.stream names the event's stream)")
+	}
+	name, ok := meta["stream"].(string)
+	if !ok {
+		return route{}, invalid("/meta/stream", "required string property missing")
+	}
+	stream, ok := p.cfg.Streams.Lookup(name)
+	if !ok {
+		return route{}, invalid("/meta/stream", fmt.Sprintf("stream %q is not configured", name))
+	}
+	sch, err := p.res.ResolveURI(ctx, uri)
+	switch {
+	case errors.Is(err, schema.ErrNotFound):
+		return route{}, processorFailure("unknown schema %s", uri)
+	case err != nil:
+		return route{}, processorFailure("resolve schema %s: %v", uri, err)
+	}
+	if stream.SchemaTitle != "" && sch.Title() != stream.SchemaTitle {
+		return route{}, invalid("/$schema", fmt.Sprintf("stream %q accepts schema title %q, but %s has title %q", name, stream.SchemaTitle, uri, sch.Title()))
+	}
+	meta["id"] = c.UUID
+	meta["dt"] = c.DT
+	if sch.HasProperty("http") {
+		h, _ := ev["http"].(map[string]any)
+		if h == nil {
+			h = map[string]any{}
+		}
+		if c.ClientIP != "" {
+			h["client_ip"] = c.ClientIP
+		} else {
+			delete(h, "client_ip") // never keep a client-sent IP
+		}
+		if c.UserAgent != "" {
+			hdrs, _ := h["request_headers"].(map[string]any)
+			if hdrs == nil {
+				hdrs = map[string]any{}
+			}
+			hdrs["user-agent"] = c.UserAgent
+			h["request_headers"] = hdrs
+		}
+		ev["http"] = h
+	}
+	var ve *schema.ValidationError
+	if err := sch.Validate(ev); errors.As(err, &ve) {
+		viol := make([]capsule.Violation, len(ve.Violations))
+		for i, x := range ve.Violations {
+			viol[i] = capsule.Violation{Pointer: x.Pointer, Reason: x.Reason}
+		}
+		return route{}, &failure{code: capsule.CodeValidation, message: summarize(viol), violations: viol}
+	} else if err != nil {
+		return route{}, invalid("", err.Error())
+	}
+	return route{topics: []string{stream.Topic}, value: capsule.AppendValue(make([]byte, 0, len(fl.Capsule)+256), ev)}, nil
+}
+
+// invalid is a validation failure with one violation.
+func invalid(pointer, reason string) *failure {
+	v := []capsule.Violation{{Pointer: pointer, Reason: reason}}
+	return &failure{code: capsule.CodeValidation, message: summarize(v), violations: v}
+}

@@ -1,0 +1,136 @@
+package process
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
+)
+
+// Stream configures one Event Platform stream (or a family of streams by
+// regex): the schema title its events must have and the topic they go to.
+type Stream struct {
+	// Name is the stream name, or a regex between slashes ("/^a\..+$/").
+	Name string `yaml:"name" json:"name"`
+	// SchemaTitle is the title the event's $schema must have; "" allows any.
+	SchemaTitle string `yaml:"schema_title" json:"schema_title"`
+	// Topic receives the stream's events; default: the stream name.
+	Topic string `yaml:"topic" json:"topic,omitempty"`
+	// SampleRate in [0, 1] is served to clients; the intake does not drop
+	// events by it. Default 1.
+	SampleRate float64 `yaml:"sample_rate" json:"sample_rate"`
+}
+
+// Streams looks stream names up: exact names first, then regexes in order.
+type Streams struct {
+	exact    map[string]Stream
+	patterns []streamPattern
+}
+
+type streamPattern struct {
+	re *regexp.Regexp
+	s  Stream
+}
+
+// NewStreams validates and indexes stream configurations.
+func NewStreams(list []Stream) (*Streams, error) {
+	st := &Streams{exact: map[string]Stream{}}
+	for i, s := range list {
+		if s.SampleRate == 0 {
+			s.SampleRate = 1
+		}
+		if s.SampleRate < 0 || s.SampleRate > 1 {
+			return nil, fmt.Errorf("streams[%d] %q: sample_rate %v is not in [0, 1]", i, s.Name, s.SampleRate)
+		}
+		if s.Topic != "" && !capsule.ValidTopicName(s.Topic) {
+			return nil, fmt.Errorf("streams[%d] %q: topic %q is not a valid topic name", i, s.Name, s.Topic)
+		}
+		if len(s.Name) > 2 && strings.HasPrefix(s.Name, "/") && strings.HasSuffix(s.Name, "/") {
+			re, err := regexp.Compile(s.Name[1 : len(s.Name)-1])
+			if err != nil {
+				return nil, fmt.Errorf("streams[%d] %q: %w", i, s.Name, err)
+			}
+			st.patterns = append(st.patterns, streamPattern{re: re, s: s})
+			continue
+		}
+		if !capsule.ValidTopicName(s.Name) {
+			return nil, fmt.Errorf("streams[%d]: name %q: want letters, digits, '.', '_', '-' (or a /regex/)", i, s.Name)
+		}
+		if _, dup := st.exact[s.Name]; dup {
+			return nil, fmt.Errorf("streams[%d]: stream %q configured twice", i, s.Name)
+		}
+		st.exact[s.Name] = s
+	}
+	return st, nil
+}
+
+// Lookup returns the configuration of stream name, with Topic filled in.
+func (st *Streams) Lookup(name string) (Stream, bool) {
+	if st == nil {
+		return Stream{}, false
+	}
+	s, ok := st.exact[name]
+	if !ok {
+		for _, p := range st.patterns {
+			if p.re.MatchString(name) {
+				s, ok = p.s, true
+				break
+			}
+		}
+	}
+	if !ok || !capsule.ValidTopicName(name) {
+		return Stream{}, false
+	}
+	if s.Topic == "" {
+		s.Topic = name
+	}
+	s.Name = name
+	return s, true
+}
+
+// ParseStreams reads a stream configuration file:
+//
+//	streams:
+//	  - name: analytics.edit_funnel
+//	    schema_title: analytics/edit_funnel
+//	    topic: eventlogging_analytics.edit_funnel
+//	  - name: /^analytics\.test\..+$/
+func ParseStreams(data []byte) (*Streams, error) {
+	var f struct {
+		Streams []Stream `yaml:"streams"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("stream config: %w", err)
+	}
+	st, err := NewStreams(f.Streams)
+	if err != nil {
+		return nil, fmt.Errorf("stream config: %w", err)
+	}
+	return st, nil
+}
+
+// List returns the configured streams, exact names first, for clients that
+// fetch the stream configuration.
+func (st *Streams) List() []Stream {
+	if st == nil {
+		return nil
+	}
+	out := make([]Stream, 0, len(st.exact)+len(st.patterns))
+	for _, s := range st.exact {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Stream) int { return strings.Compare(a.Name, b.Name) })
+	for _, p := range st.patterns {
+		out = append(out, p.s)
+	}
+	return out
+}

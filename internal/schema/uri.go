@@ -24,11 +24,11 @@ type URISource interface {
 // of letters, digits, '_', '-' and '.', no empty, "." or ".." segment.
 var uriPath = regexp.MustCompile(`^(?:/[A-Za-z0-9_.-]+){1,16}$`)
 
-// SchemaPath reduces a $schema value ("/a/b/1.0.0", "a/b/1.0.0" or a full
+// Path reduces a $schema value ("/a/b/1.0.0", "a/b/1.0.0" or a full
 // URL) to its canonical path "/a/b/1.0.0", or returns an error wrapping
 // [ErrNotFound] for anything that cannot name a schema (so it can never
 // escape a schema folder).
-func SchemaPath(uri string) (string, error) {
+func Path(uri string) (string, error) {
 	p := uri
 	if strings.Contains(uri, "://") {
 		u, err := url.Parse(uri)
@@ -62,7 +62,7 @@ const URIDir = "jsonschema"
 // FetchURI reads <dir>/jsonschema<path>.json (or .yaml, .yml) for a $schema
 // path.
 func (d *DirSource) FetchURI(ctx context.Context, uri string) ([]byte, error) {
-	p, err := SchemaPath(uri)
+	p, err := Path(uri)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (r *Resolver) loadURI(ctx context.Context, uri string) (*Schema, error) {
 	if !ok {
 		return nil, fmt.Errorf("schema: resolve %q: %w: this schema source has no $schema URIs", uri, ErrNotFound)
 	}
-	p, err := SchemaPath(uri)
+	p, err := Path(uri)
 	if err != nil {
 		return nil, fmt.Errorf("schema: resolve: %w", err)
 	}

@@ -2,7 +2,9 @@
 # Real Apache Kafka for the integration tests, fetched from Maven Central.
 #
 #   scripts/kafka.sh fetch    download the broker jars (cached) with Maven
-#   scripts/kafka.sh start    format storage and start one KRaft broker+controller,
+#   scripts/kafka.sh start [--fresh]
+#                             start one KRaft broker+controller (formatting storage
+#                             first if the run dir has none, or always with --fresh),
 #                             wait until it answers metadata, print the bootstrap address
 #   scripts/kafka.sh stop     SIGTERM the broker and wait for it to exit
 #   scripts/kafka.sh status   print the bootstrap address if the broker answers
@@ -60,7 +62,10 @@ start() {
 		echo "$addr"
 		return 0
 	fi
-	rm -rf "$run"
+	if [ "${1:-}" = "--fresh" ] || [ ! -f "$run/data/meta.properties" ]; then
+		rm -rf "$run"
+		local fresh=1
+	fi
 	mkdir -p "$run/data"
 	cat >"$run/server.properties" <<EOF
 process.roles=broker,controller
@@ -87,14 +92,16 @@ EOF
 	local cp="$libs/*"
 	local jvm=(-Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -Djava.awt.headless=true
 		-Dlog4j2.configurationFile="$here/kafka/log4j2.properties")
-	local cluster
-	cluster=$(java -cp "$cp" "${jvm[@]}" kafka.tools.StorageTool random-uuid)
-	java -cp "$cp" "${jvm[@]}" kafka.tools.StorageTool format \
-		-t "$cluster" -c "$run/server.properties" >"$run/format.log" 2>&1 ||
-		{ cat "$run/format.log" >&2; exit 1; }
+	if [ -n "${fresh:-}" ]; then
+		local cluster
+		cluster=$(java -cp "$cp" "${jvm[@]}" kafka.tools.StorageTool random-uuid)
+		java -cp "$cp" "${jvm[@]}" kafka.tools.StorageTool format \
+			-t "$cluster" -c "$run/server.properties" >"$run/format.log" 2>&1 ||
+			{ cat "$run/format.log" >&2; exit 1; }
+	fi
 	log "starting Kafka $version at $addr (run dir $run)"
 	nohup java -cp "$cp" "${jvm[@]}" kafka.Kafka "$run/server.properties" \
-		>"$run/kafka.log" 2>&1 </dev/null &
+		>>"$run/kafka.log" 2>&1 </dev/null &
 	echo $! >"$run/kafka.pid"
 	local deadline=$((SECONDS + 120))
 	until answers; do
@@ -137,11 +144,11 @@ stop() {
 
 case "${1:-}" in
 fetch) fetch ;;
-start) start ;;
+start) start "${2:-}" ;;
 stop) stop ;;
 status) if answers; then echo "$addr"; else log "not answering at $addr"; exit 1; fi ;;
 *)
-	sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac

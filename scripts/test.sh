@@ -15,6 +15,7 @@ log() { printf 'test.sh: %s\n' "$*" >&2; }
 # 1. System packages (Debian). Only installed when missing.
 need=()
 command -v kcat >/dev/null || need+=(kcat)
+command -v curl >/dev/null || need+=(curl)
 command -v java >/dev/null || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || need+=(maven)
 if [ ${#need[@]} -gt 0 ]; then
@@ -39,7 +40,7 @@ fi
 # 3. Real Kafka broker for the integration tests.
 scripts/kafka.sh fetch
 trap 'scripts/kafka.sh stop || true' EXIT
-EVENTLOGGING_KAFKA_BROKERS=$(scripts/kafka.sh start)
+EVENTLOGGING_KAFKA_BROKERS=$(scripts/kafka.sh start --fresh)
 export EVENTLOGGING_KAFKA_BROKERS
 log "Kafka at $EVENTLOGGING_KAFKA_BROKERS"
 

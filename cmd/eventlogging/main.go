@@ -20,8 +20,12 @@ Usage:
   eventlogging <command> [flags]
 
 Commands:
+  standalone     the whole pipeline in one process on an embedded broker
+  intake         the HTTP intake: beacons and POST /v1/events into Kafka
   process        validate raw events from Kafka and route them to per-schema
                  and error topics; with --from, process a file or stdin offline
+  tail           print the records of topics as JSON lines, from the end or
+                 the beginning, filtered by schema or regex
   check-config   validate a configuration file and print the effective config
   version        print the version
 
@@ -55,6 +59,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "process":
 		err = runProcess(ctx, rest, stdin, stdout, stderr, logger)
+	case "intake":
+		err = runIntake(ctx, rest, stderr, logger)
+	case "standalone":
+		err = runStandalone(ctx, rest, stderr, logger)
+	case "tail":
+		err = runTail(ctx, rest, stdout, stderr)
 	case "check-config":
 		err = runCheckConfig(rest, stdout, stderr)
 	case "version", "--version":

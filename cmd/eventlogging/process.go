@@ -133,6 +133,22 @@ func (f processFlags) apply(c *config.Config) {
 	}
 }
 
+// loadStreams reads the stream configuration file; nil when none is set.
+func loadStreams(path string) (*process.Streams, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("process.streams_file: %w", err)
+	}
+	st, err := process.ParseStreams(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return st, nil
+}
+
 // newProcessor builds the processing function from the configuration.
 func newProcessor(c config.Config, hasher process.IPHasher) (*process.Processor, error) {
 	p := c.Process
@@ -147,15 +163,9 @@ func newProcessor(c config.Config, hasher process.IPHasher) (*process.Processor,
 	if st, err := os.Stat(p.SchemasDir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("schema folder %q: not a readable directory (set --schemas or process.schemas_dir)", p.SchemasDir)
 	}
-	var streams *process.Streams
-	if p.StreamsFile != "" {
-		data, err := os.ReadFile(p.StreamsFile)
-		if err != nil {
-			return nil, fmt.Errorf("process.streams_file: %w", err)
-		}
-		if streams, err = process.ParseStreams(data); err != nil {
-			return nil, fmt.Errorf("%s: %w", p.StreamsFile, err)
-		}
+	streams, err := loadStreams(p.StreamsFile)
+	if err != nil {
+		return nil, err
 	}
 	res := schema.NewResolver(schema.NewDirSource(p.SchemasDir), schema.ResolverConfig{NegativeTTL: p.NegativeCacheTTL})
 	return process.New(res, hasher, process.Config{
@@ -231,9 +241,77 @@ type rotatingHasher struct{ r *iphash.Rotator }
 
 func (h rotatingHasher) Hash(ip string) string { return h.r.Current().Hash(ip) }
 
+// sharedIPKey loads the shared IP-hash key from Kafka (hash policy only);
+// the rotator must then Run to follow rotations. All nil for other policies.
+func sharedIPKey(ctx context.Context, c config.Config, kc kafka.Config, log *slog.Logger) (process.IPHasher, *iphash.Rotator, *kafka.KeyStore, error) {
+	if c.Process.IP != "hash" {
+		return nil, nil, nil, nil
+	}
+	alg, err := iphash.ParseAlg(c.Process.IPHashAlg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	store, err := kafka.NewKeyStore(kc, c.Process.IPKeyTopic)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := store.EnsureTopic(ctx, c.Kafka.ReplicationFactor); err != nil {
+		store.Close()
+		return nil, nil, nil, err
+	}
+	host, _ := os.Hostname()
+	rot := iphash.NewRotator(store, iphash.RotatorConfig{Alg: alg, Period: c.Process.IPKeyPeriod, Logger: log, Writer: fmt.Sprintf("%s-%d", host, os.Getpid())})
+	if err := rot.Init(ctx); err != nil {
+		store.Close()
+		return nil, nil, nil, fmt.Errorf("ip-hash key: %w", err)
+	}
+	return rotatingHasher{rot}, rot, store, nil
+}
+
+func kafkaConfig(c config.Config, log *slog.Logger) kafka.Config {
+	return kafka.Config{Brokers: c.Kafka.Brokers, ClientID: c.Kafka.ClientID, Linger: c.Kafka.Linger, Logger: log}
+}
+
 func processKafka(ctx context.Context, c config.Config, log *slog.Logger) error {
 	log = log.With("component", "process")
-	kc := kafka.Config{Brokers: c.Kafka.Brokers, ClientID: c.Kafka.ClientID, Linger: c.Kafka.Linger, Logger: log}
+	kc := kafkaConfig(c, log)
+	admin, err := kafka.NewClient(kc)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	want := []string{c.Process.ErrorTopic}
+	if c.Process.MixedTopic != "-" {
+		want = append(want, c.Process.MixedTopic)
+	}
+	for _, in := range c.Process.Inputs {
+		want = append(want, in.Topic)
+	}
+	// Create the raw, error and mixed topics before consuming.
+	if err := kafka.NewTopics(admin, topicDefaults(c)).Ensure(ctx, want...); err != nil {
+		return err
+	}
+	hasher, rot, store, err := sharedIPKey(ctx, c, kc, log)
+	if err != nil {
+		return err
+	}
+	if store != nil {
+		defer store.Close()
+	}
+	proc, err := newProcessor(c, hasher)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	if rot != nil {
+		g.Go(func() error { return rot.Run(gctx) })
+	}
+	g.Go(func() error { return runPipe(gctx, c, kc, proc, log) })
+	return g.Wait()
+}
+
+// runPipe runs one processor member of the consumer group until ctx is done.
+func runPipe(ctx context.Context, c config.Config, kc kafka.Config, proc *process.Processor, log *slog.Logger) error {
 	var inputs []process.Input
 	var rawTopics []string
 	for _, in := range c.Process.Inputs {
@@ -247,47 +325,6 @@ func processKafka(ctx context.Context, c config.Config, log *slog.Logger) error 
 		inputs = append(inputs, process.Input{Topic: in.Topic, Format: format})
 		rawTopics = append(rawTopics, in.Topic)
 	}
-	topicDefaults := kafka.TopicDefaults{Partitions: c.Kafka.Partitions, ReplicationFactor: c.Kafka.ReplicationFactor}
-
-	// Create the raw, error and mixed topics before consuming.
-	admin, err := kafka.NewClient(kc)
-	if err != nil {
-		return err
-	}
-	defer admin.Close()
-	want := append([]string{c.Process.ErrorTopic}, rawTopics...)
-	if c.Process.MixedTopic != "-" {
-		want = append(want, c.Process.MixedTopic)
-	}
-	if err := kafka.NewTopics(admin, topicDefaults).Ensure(ctx, want...); err != nil {
-		return err
-	}
-
-	var hasher process.IPHasher
-	var rot *iphash.Rotator
-	if c.Process.IP == "hash" {
-		alg, err := iphash.ParseAlg(c.Process.IPHashAlg)
-		if err != nil {
-			return err
-		}
-		store, err := kafka.NewKeyStore(kc, c.Process.IPKeyTopic)
-		if err != nil {
-			return err
-		}
-		defer store.Close()
-		if err := store.EnsureTopic(ctx, c.Kafka.ReplicationFactor); err != nil {
-			return err
-		}
-		rot = iphash.NewRotator(store, iphash.RotatorConfig{Alg: alg, Period: c.Process.IPKeyPeriod, Logger: log})
-		if err := rot.Init(ctx); err != nil {
-			return fmt.Errorf("ip-hash key: %w", err)
-		}
-		hasher = rotatingHasher{rot}
-	}
-	proc, err := newProcessor(c, hasher)
-	if err != nil {
-		return err
-	}
 	tf, err := proc.Transform(inputs)
 	if err != nil {
 		return err
@@ -299,7 +336,7 @@ func processKafka(ctx context.Context, c config.Config, log *slog.Logger) error 
 		Parallelism:        c.Process.Parallelism,
 		MaxPollRecords:     c.Process.MaxPollRecords,
 		SessionTimeout:     c.Kafka.SessionTimeout,
-		OutputTopics:       topicDefaults,
+		OutputTopics:       topicDefaults(c),
 		CreateOutputTopics: true,
 		Logger:             log,
 	}, tf)
@@ -307,10 +344,5 @@ func processKafka(ctx context.Context, c config.Config, log *slog.Logger) error 
 		return err
 	}
 	log.Info("processing", "group", c.Process.Group, "topics", rawTopics, "brokers", c.Kafka.Brokers)
-	g, gctx := errgroup.WithContext(ctx)
-	if rot != nil {
-		g.Go(func() error { return rot.Run(gctx) })
-	}
-	g.Go(func() error { return pipe.Run(gctx) })
-	return g.Wait()
+	return pipe.Run(ctx)
 }

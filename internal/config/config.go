@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"reflect"
 	"regexp"
@@ -25,8 +27,43 @@ const DefaultRawFormat = "%q %{recvFrom}s %{seqId}d %t %h %{userAgent}i"
 
 // Config is the whole configuration file.
 type Config struct {
-	Kafka   Kafka   `yaml:"kafka"`
-	Process Process `yaml:"process"`
+	Kafka      Kafka      `yaml:"kafka"`
+	Process    Process    `yaml:"process"`
+	Intake     Intake     `yaml:"intake"`
+	Standalone Standalone `yaml:"standalone"`
+}
+
+// Intake configures `eventlogging intake` (and the intake inside standalone).
+type Intake struct {
+	// Listen is the HTTP address.
+	Listen string `yaml:"listen"`
+	// RawTopic receives beacons and hasty POSTs.
+	RawTopic string `yaml:"raw_topic"`
+	// RecvFrom names this intake in raw records; default host:pid.
+	RecvFrom       string   `yaml:"recv_from"`
+	MaxURLLength   int      `yaml:"max_url_length"`
+	MaxBodyBytes   int64    `yaml:"max_body_bytes"`
+	MaxBatchEvents int      `yaml:"max_batch_events"`
+	CORSOrigin     string   `yaml:"cors_origin"`
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// SpoolDir holds events while Kafka is unreachable.
+	SpoolDir      string `yaml:"spool_dir"`
+	SpoolMaxBytes int64  `yaml:"spool_max_bytes"`
+	// BufferRecords bounds the producer's in-memory buffer (beacons and
+	// hasty POSTs answered before Kafka acknowledged them).
+	BufferRecords   int           `yaml:"buffer_records"`
+	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
+}
+
+// Standalone configures `eventlogging standalone`.
+type Standalone struct {
+	// DataDir holds the embedded broker's log, the spool and the sinks.
+	DataDir string `yaml:"data_dir"`
+	// KafkaListen is the embedded broker's address (for `tail` and other
+	// Kafka clients).
+	KafkaListen string `yaml:"kafka_listen"`
+	// Retention of every topic of the embedded broker.
+	Retention time.Duration `yaml:"retention"`
 }
 
 // Kafka is how every role reaches the cluster.
@@ -82,6 +119,23 @@ func Default() Config {
 			ReplicationFactor: -1,
 			Linger:            5 * time.Millisecond,
 			SessionTimeout:    10 * time.Second,
+		},
+		Intake: Intake{
+			Listen:          ":8080",
+			RawTopic:        capsule.TopicClientSide,
+			MaxURLLength:    2000,
+			MaxBodyBytes:    4 << 20,
+			MaxBatchEvents:  1000,
+			CORSOrigin:      "*",
+			SpoolDir:        "spool",
+			SpoolMaxBytes:   1 << 30,
+			BufferRecords:   100_000,
+			DeliveryTimeout: 15 * time.Second,
+		},
+		Standalone: Standalone{
+			DataDir:     "data",
+			KafkaListen: "127.0.0.1:19092",
+			Retention:   7 * 24 * time.Hour,
 		},
 		Process: Process{
 			Group:            "eventlogging-processor",
@@ -203,6 +257,55 @@ func (c *Config) Validate() error {
 	}
 	if !capsule.ValidTopicName(p.IPKeyTopic) {
 		return fmt.Errorf("config: process.ip_key_topic: %q is not a valid topic name", p.IPKeyTopic)
+	}
+	return c.validateIntake()
+}
+
+func (c *Config) validateIntake() error {
+	in := &c.Intake
+	if _, _, err := net.SplitHostPort(in.Listen); err != nil {
+		return fmt.Errorf("config: intake.listen: %q: %w", in.Listen, err)
+	}
+	if !capsule.ValidTopicName(in.RawTopic) {
+		return fmt.Errorf("config: intake.raw_topic: %q is not a valid topic name", in.RawTopic)
+	}
+	if in.MaxURLLength < 100 {
+		return fmt.Errorf("config: intake.max_url_length: %d, want at least 100", in.MaxURLLength)
+	}
+	if in.MaxBodyBytes < 1024 {
+		return fmt.Errorf("config: intake.max_body_bytes: %d, want at least 1024", in.MaxBodyBytes)
+	}
+	if in.MaxBatchEvents < 1 {
+		return fmt.Errorf("config: intake.max_batch_events: %d, want at least 1", in.MaxBatchEvents)
+	}
+	for _, p := range in.TrustedProxies {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			if _, err := netip.ParseAddr(p); err != nil {
+				return fmt.Errorf("config: intake.trusted_proxies: %q is not an address or CIDR prefix", p)
+			}
+		}
+	}
+	if in.SpoolDir == "" {
+		return errors.New("config: intake.spool_dir: required")
+	}
+	if in.SpoolMaxBytes < 1<<20 {
+		return fmt.Errorf("config: intake.spool_max_bytes: %d, want at least 1 MiB", in.SpoolMaxBytes)
+	}
+	if in.BufferRecords < 1 {
+		return fmt.Errorf("config: intake.buffer_records: %d, want at least 1", in.BufferRecords)
+	}
+	if in.DeliveryTimeout < time.Second {
+		return fmt.Errorf("config: intake.delivery_timeout: %s, want at least 1s", in.DeliveryTimeout)
+	}
+	st := &c.Standalone
+	if st.DataDir == "" {
+		return errors.New("config: standalone.data_dir: required")
+	}
+	if _, _, err := net.SplitHostPort(st.KafkaListen); err != nil {
+		return fmt.Errorf("config: standalone.kafka_listen: %q: %w", st.KafkaListen, err)
+	}
+	if st.Retention < time.Hour {
+		return fmt.Errorf("config: standalone.retention: %s, want at least 1h", st.Retention)
 	}
 	return nil
 }

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/eventlogging/eventlogging/internal/config"
+	"github.com/eventlogging/eventlogging/internal/intake"
+	"github.com/eventlogging/eventlogging/internal/iphash"
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/process"
+	"github.com/eventlogging/eventlogging/internal/spool"
+)
+
+const intakeHelp = `Usage: eventlogging intake [--config FILE] [flags]
+
+Serves the HTTP intake against a Kafka cluster:
+
+  GET  /beacon/event?<url-encoded JSON capsule>;   legacy beacon → raw topic, 204
+       (also /beacon/event.gif and /event.gif)
+  POST /v1/events                                  one JSON event or an array;
+       validated inline: 201 all accepted, 207 mixed, 400 all invalid, with
+       per-event results; ?hasty=true takes the raw path and answers 202
+  GET  /v1/streams                                 the stream configuration
+  GET  /healthz, /readyz                           liveness; readiness (Kafka answers)
+
+While Kafka is unreachable, accepted events are fsync'd to a local spool
+(intake.spool_dir) and replayed in order when it returns; when the spool is
+full the intake answers 503 with Retry-After.`
+
+// commonFlags are the flags every serving role shares.
+type commonFlags struct {
+	config, brokers, schemas, streams, listen string
+}
+
+func (f *commonFlags) register(fs interface {
+	StringVar(p *string, name, value, usage string)
+}) {
+	fs.StringVar(&f.config, "config", "", "configuration file (YAML)")
+	fs.StringVar(&f.brokers, "kafka-brokers", "", "Kafka bootstrap addresses, comma-separated (kafka.brokers)")
+	fs.StringVar(&f.schemas, "schemas", "", "schema folder (process.schemas_dir)")
+	fs.StringVar(&f.streams, "streams", "", "Event Platform stream configuration file (process.streams_file)")
+	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (intake.listen, default :8080)")
+}
+
+func (f *commonFlags) apply(c *config.Config) {
+	if f.brokers != "" {
+		c.Kafka.Brokers = strings.Split(f.brokers, ",")
+	}
+	if f.schemas != "" {
+		c.Process.SchemasDir = f.schemas
+	}
+	if f.streams != "" {
+		c.Process.StreamsFile = f.streams
+	}
+	if f.listen != "" {
+		c.Intake.Listen = f.listen
+	}
+}
+
+func runIntake(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger) error {
+	fs := newFlagSet("intake", intakeHelp, stderr)
+	var f commonFlags
+	f.register(fs)
+	spoolDir := fs.String("spool-dir", "", "spool folder for events while Kafka is unreachable (intake.spool_dir)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	c, err := config.Load(f.config)
+	if err != nil {
+		return err
+	}
+	f.apply(&c)
+	if *spoolDir != "" {
+		c.Intake.SpoolDir = *spoolDir
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	p, err := newPipeline(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", c.Intake.Listen)
+	if err != nil {
+		return fmt.Errorf("intake: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	p.start(g, gctx, false)
+	g.Go(func() error { return intake.Serve(gctx, ln, p.server, log) })
+	log.Info("intake listening", "addr", ln.Addr().String(), "raw_topic", c.Intake.RawTopic)
+	return g.Wait()
+}
+
+// pipeline holds the parts the serving roles share: Kafka producer, spool,
+// writer, IP-key rotator, processor and intake server.
+type pipeline struct {
+	cfg    config.Config
+	kc     kafka.Config
+	log    *slog.Logger
+	prod   *kafka.Producer
+	queue  *spool.Queue
+	writer *intake.Writer
+	rot    *iphash.Rotator
+	store  *kafka.KeyStore
+	proc   *process.Processor
+	server *intake.Server
+}
+
+// newPipeline connects to Kafka, creates the topics, loads the IP key and
+// builds the intake; start runs its goroutines.
+func newPipeline(ctx context.Context, c config.Config, log *slog.Logger) (*pipeline, error) {
+	p := &pipeline{cfg: c, log: log}
+	p.kc = kafkaConfig(c, log)
+	ok := false
+	defer func() {
+		if !ok {
+			p.close()
+		}
+	}()
+	var err error
+	p.prod, err = kafka.NewProducer(kafka.ProducerConfig{Kafka: p.kc, DeliveryTimeout: c.Intake.DeliveryTimeout, MaxBufferedRecords: c.Intake.BufferRecords})
+	if err != nil {
+		return nil, err
+	}
+	topics := []string{c.Intake.RawTopic, c.Process.ErrorTopic}
+	if c.Process.MixedTopic != "-" {
+		topics = append(topics, c.Process.MixedTopic)
+	}
+	for _, in := range c.Process.Inputs {
+		topics = append(topics, in.Topic)
+	}
+	if err := p.prod.Topics(topicDefaults(c)).Ensure(ctx, topics...); err != nil {
+		return nil, fmt.Errorf("kafka not reachable at %v: %w", c.Kafka.Brokers, err)
+	}
+	hasher, rot, store, err := sharedIPKey(ctx, c, p.kc, log)
+	if err != nil {
+		return nil, err
+	}
+	p.rot, p.store = rot, store
+	if p.proc, err = newProcessor(c, hasher); err != nil {
+		return nil, err
+	}
+	if p.queue, err = spool.Open(c.Intake.SpoolDir, spool.Config{MaxBytes: c.Intake.SpoolMaxBytes, Logger: log}); err != nil {
+		return nil, err
+	}
+	p.writer = intake.NewWriter(p.prod, p.queue, intake.WriterConfig{SpoolMaxBytes: c.Intake.SpoolMaxBytes, Logger: log.With("component", "intake")})
+	proxies, err := intake.ParseTrustedProxies(c.Intake.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	streams, err := loadStreams(c.Process.StreamsFile)
+	if err != nil {
+		return nil, err
+	}
+	p.server, err = intake.NewServer(p.writer, p.proc, streams, intake.Config{
+		RawTopic:       c.Intake.RawTopic,
+		RecvFrom:       c.Intake.RecvFrom,
+		MaxURLLength:   c.Intake.MaxURLLength,
+		MaxBodyBytes:   c.Intake.MaxBodyBytes,
+		MaxBatchEvents: c.Intake.MaxBatchEvents,
+		CORSOrigin:     c.Intake.CORSOrigin,
+		TrustedProxies: proxies,
+		DropClientIP:   c.Process.IP == "drop",
+		Logger:         log.With("component", "intake"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return p, nil
+}
+
+func topicDefaults(c config.Config) kafka.TopicDefaults {
+	return kafka.TopicDefaults{Partitions: c.Kafka.Partitions, ReplicationFactor: c.Kafka.ReplicationFactor}
+}
+
+// start runs the rotator and the spool replayer (and, with processor, a
+// processor in the consumer group) in g.
+func (p *pipeline) start(g *errgroup.Group, ctx context.Context, withProcessor bool) {
+	if p.rot != nil {
+		g.Go(func() error { return p.rot.Run(ctx) })
+	}
+	g.Go(func() error { return p.writer.Run(ctx) })
+	if withProcessor {
+		g.Go(func() error { return runPipe(ctx, p.cfg, p.kc, p.proc, p.log) })
+	}
+}
+
+func (p *pipeline) close() {
+	if p.prod != nil {
+		p.prod.Close()
+	}
+	if p.queue != nil {
+		_ = p.queue.Close()
+	}
+	if p.store != nil {
+		p.store.Close()
+	}
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/eventlogging/eventlogging/internal/config"
+	"github.com/eventlogging/eventlogging/internal/intake"
+	"github.com/eventlogging/eventlogging/internal/kafka"
+)
+
+const standaloneHelp = `Usage: eventlogging standalone [--data-dir DIR] [--listen ADDR] [--schemas DIR] [--config FILE]
+
+Runs the whole pipeline in one process, with nothing else installed: an
+embedded Kafka-protocol broker (franz-go's kfake) persisting to the data
+directory, the HTTP intake, and a processor.
+
+  DIR/kafka     the embedded broker's topics and consumer offsets
+  DIR/spool     the intake's spool
+
+Every topic keeps its records for standalone.retention (default 7 days). Data
+survives restarts. Other commands find the broker through DIR/kafka/broker.json,
+e.g.  eventlogging tail --from-beginning eventlogging_EventError
+
+HTTP (one port, default :8080): /beacon/event, /v1/events, /v1/streams,
+/healthz, /readyz — see "eventlogging intake --help".`
+
+func runStandalone(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger) error {
+	fs := newFlagSet("standalone", standaloneHelp, stderr)
+	var f commonFlags
+	f.register(fs)
+	dataDir := fs.String("data-dir", "", "data directory (standalone.data_dir, default ./data)")
+	kafkaListen := fs.String("kafka-listen", "", "embedded broker address (standalone.kafka_listen, default 127.0.0.1:19092)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	c, err := config.Load(f.config)
+	if err != nil {
+		return err
+	}
+	f.apply(&c)
+	if *dataDir != "" {
+		c.Standalone.DataDir = *dataDir
+	}
+	if *kafkaListen != "" {
+		c.Standalone.KafkaListen = *kafkaListen
+	}
+	c.Intake.SpoolDir = filepath.Join(c.Standalone.DataDir, "spool")
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	emb, err := kafka.StartEmbedded(kafka.EmbeddedConfig{
+		DataDir:     filepath.Join(c.Standalone.DataDir, "kafka"),
+		Listen:      c.Standalone.KafkaListen,
+		Partitions:  c.Kafka.Partitions,
+		RetentionMs: c.Standalone.Retention.Milliseconds(),
+		Logger:      log.With("component", "broker"),
+	})
+	if err != nil {
+		return fmt.Errorf("embedded broker: %w", err)
+	}
+	defer func() {
+		if err := emb.Close(); err != nil {
+			log.Error("closing the embedded broker", "err", err)
+		}
+	}()
+	c.Kafka.Brokers = emb.Brokers()
+	c.Kafka.ReplicationFactor = -1
+	return serveAll(ctx, c, log)
+}
+
+// serveAll runs intake and processor against c.Kafka until ctx is done.
+func serveAll(ctx context.Context, c config.Config, log *slog.Logger) error {
+	p, err := newPipeline(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", c.Intake.Listen)
+	if err != nil {
+		return fmt.Errorf("standalone: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	p.start(g, gctx, true)
+	g.Go(func() error { return intake.Serve(gctx, ln, p.server, log) })
+	log.Info("standalone running", "http", ln.Addr().String(), "kafka", c.Kafka.Brokers, "data_dir", c.Standalone.DataDir)
+	return g.Wait()
+}

@@ -1,0 +1,392 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafkatest"
+)
+
+// tailValues are the records of the tail tests, in produce order.
+var tailValues = []string{
+	`{"schema":"Bar","revision":1,"event":{"n":0}}`,
+	`{"schema": "Foo", "revision": 1, "event": {"n": 1}}`,
+	`not JSON <&>`,
+	`{"$schema":"/analytics/Foo/1.0.0","n":2}`,
+	`{"schema":"Foo","revision":1,"event":{"n":3}}`,
+	`{"$schema":"https://schema.example.org/analytics/button_click/1.2.0","n":4}`,
+}
+
+// embeddedTopic starts an embedded broker on dataDir with one topic holding
+// tailValues, and returns the topic.
+func embeddedTopic(t *testing.T, dataDir string) (*kafka.Embedded, string) {
+	t.Helper()
+	emb, err := kafka.StartEmbedded(kafka.EmbeddedConfig{DataDir: dataDir, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := emb.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	const topic = "eventlogging-valid-mixed"
+	cl, err := kafka.NewClient(kafka.Config{Brokers: emb.Brokers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := kafka.NewTopics(cl, kafka.TopicDefaults{}).Ensure(t.Context(), topic); err != nil {
+		t.Fatal(err)
+	}
+	produceTail(t.Context(), t, emb.Brokers(), topic, tailValues...)
+	return emb, topic
+}
+
+func produceTail(ctx context.Context, t *testing.T, brokers []string, topic string, values ...string) {
+	t.Helper()
+	cl, err := kafka.NewClient(kafka.Config{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	msgs := make([]kafka.Message, len(values))
+	for i, v := range values {
+		msgs[i] = kafka.Message{Topic: topic, Value: []byte(v)}
+	}
+	if err := kafka.ProduceSync(ctx, cl, msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTailCommand(t *testing.T) {
+	dir := t.TempDir()
+	_, topic := embeddedTopic(t, dir)
+	base := []string{"tail", "--data-dir", dir, "--timeout", "30s"} // the timeout only guards against a hang
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"schema and count", []string{"--from-beginning", "--count", "2", "--schema", "Foo", topic},
+			`{"schema":"Foo","revision":1,"event":{"n":1}}` + "\n" + `{"$schema":"/analytics/Foo/1.0.0","n":2}` + "\n"},
+		{"flags after the topic", []string{topic, "--from-beginning", "--count=1", "--schema", "Foo"},
+			`{"schema":"Foo","revision":1,"event":{"n":1}}` + "\n"},
+		{"everything, non-JSON as a string", []string{"--from-beginning", "--count", "6", topic},
+			`{"schema":"Bar","revision":1,"event":{"n":0}}` + "\n" +
+				`{"schema":"Foo","revision":1,"event":{"n":1}}` + "\n" +
+				`"not JSON <&>"` + "\n" +
+				`{"$schema":"/analytics/Foo/1.0.0","n":2}` + "\n" +
+				`{"schema":"Foo","revision":1,"event":{"n":3}}` + "\n" +
+				`{"$schema":"https://schema.example.org/analytics/button_click/1.2.0","n":4}` + "\n"},
+		{"grep", []string{"--from-beginning", "--count", "1", "--grep", `"n": ?3`, topic},
+			`{"schema":"Foo","revision":1,"event":{"n":3}}` + "\n"},
+		{"grep and schema", []string{"--from-beginning", "--count", "1", "--grep", `n`, "--schema", "Bar", topic},
+			`{"schema":"Bar","revision":1,"event":{"n":0}}` + "\n"},
+		{"$schema title", []string{"--from-beginning", "--count", "1", "--schema", "analytics/button_click", topic},
+			`{"$schema":"https://schema.example.org/analytics/button_click/1.2.0","n":4}` + "\n"},
+		{"pretty", []string{"--from-beginning", "--count", "1", "--pretty", "--schema", "button_click", topic},
+			"{\n  \"$schema\": \"https://schema.example.org/analytics/button_click/1.2.0\",\n  \"n\": 4\n}\n"},
+		{"timeout, nothing new", []string{"--timeout", "500ms", topic}, ""},
+		{"timeout, no match", []string{"--from-beginning", "--timeout", "500ms", "--schema", "Nope", topic}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			start := time.Now()
+			code := run(append(slices.Clone(base), c.args...), nil, &stdout, &stderr)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+			}
+			if stdout.String() != c.want {
+				t.Errorf("stdout:\n%s\nwant:\n%s", stdout.String(), c.want)
+			}
+			if took := time.Since(start); took > 20*time.Second {
+				t.Errorf("took %v: --count or --timeout did not stop it", took)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a poller.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// tailFromEnd runs tail from the end on topic, produces values once it has
+// started, and returns what it printed.
+func tailFromEnd(t *testing.T, brokers []string, args []string, topic string, values ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var stdout bytes.Buffer
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(args, nil, &stdout, &stderr) }()
+	// Wait for the "tailing" log line: the start offsets are fixed.
+	for !strings.Contains(stderr.String(), "msg=tailing") {
+		select {
+		case code := <-done:
+			t.Fatalf("tail exited with %d before starting:\n%s", code, stderr.String())
+		case <-ctx.Done():
+			t.Fatalf("tail did not start:\n%s", stderr.String())
+		case <-time.After(10 * time.Millisecond): // poll interval
+		}
+	}
+	produceTail(ctx, t, brokers, topic, values...)
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("tail did not stop after --count:\n%s", stderr.String())
+	}
+	return stdout.String()
+}
+
+func TestTailCommandFromEnd(t *testing.T) {
+	dir := t.TempDir()
+	emb, topic := embeddedTopic(t, dir)
+	// Only the two records produced after the start, none of tailValues.
+	args := []string{"tail", "--data-dir", dir, "--count", "2", "--timeout", "50s", topic}
+	got := tailFromEnd(t, emb.Brokers(), args, topic, `{"schema":"New","n":1}`, `{"schema":"New","n":2}`)
+	if want := `{"schema":"New","n":1}` + "\n" + `{"schema":"New","n":2}` + "\n"; got != want {
+		t.Fatalf("stdout:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestTailCommandStandaloneLayout(t *testing.T) {
+	// "eventlogging standalone" keeps its broker in <data-dir>/kafka.
+	dir := t.TempDir()
+	_, topic := embeddedTopic(t, filepath.Join(dir, standaloneBrokerDir))
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"tail", "--data-dir", dir, "--from-beginning", "--count", "1", "--timeout", "30s", topic}, nil, &stdout, &stderr)
+	if code != 0 || stdout.String() != tailValues[0]+"\n" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+func TestTailCommandNoBroker(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"tail", "--data-dir", dir, "t"}, nil, &stdout, &stderr)
+	want := fmt.Sprintf(`eventlogging: no broker: pass --brokers, or start "eventlogging standalone" (looked for %s and %s)`,
+		filepath.Join(dir, "broker.json"), filepath.Join(dir, "kafka", "broker.json"))
+	if code != 1 || strings.TrimSpace(stderr.String()) != want {
+		t.Fatalf("exit %d, stderr %q; want exit 1 and %q", code, stderr.String(), want)
+	}
+
+	// A broker that stopped: its data directory has no broker.json any more.
+	emb, err := kafka.StartEmbedded(kafka.EmbeddedConfig{DataDir: dir, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := emb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if code := run([]string{"tail", "--data-dir", dir, "t"}, nil, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "no broker: pass --brokers") {
+		t.Fatalf("after the broker stopped: exit %d, stderr %q", code, stderr.String())
+	}
+
+	// A topic that does not exist.
+	_, topic := embeddedTopic(t, dir)
+	stderr.Reset()
+	if code := run([]string{"tail", "--data-dir", dir, topic, "nope"}, nil, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "topic nope does not exist") {
+		t.Fatalf("missing topic: exit %d, stderr %q", code, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Fatalf("stdout %q, want nothing", stdout.String())
+	}
+}
+
+func TestTailCommandUsage(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tail"}, "no topic given"},
+		{[]string{"tail", "--from-beginning"}, "no topic given"},
+		{[]string{"tail", "--count", "-1", "t"}, "--count -1"},
+		{[]string{"tail", "--timeout", "-1s", "t"}, "--timeout -1s"},
+		{[]string{"tail", "--timeout", "soon", "t"}, "invalid value"},
+		{[]string{"tail", "--grep", "(", "t"}, "--grep"},
+		{[]string{"tail", "--bogus", "t"}, "flag provided but not defined"},
+		{[]string{"tail", "t", "--count"}, "flag needs an argument"},
+	}
+	for _, c := range cases {
+		var stdout, stderr bytes.Buffer
+		code := run(c.args, nil, &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 containing %q", c.args, code, stderr.String(), c.want)
+		}
+	}
+}
+
+func TestTailHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"tail", "--help"}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	help := stderr.String()
+	for _, want := range []string{"Usage:", "eventlogging tail [flags] TOPIC", "Examples:", "e.g."} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lacks %q:\n%s", want, help)
+		}
+	}
+	for _, name := range []string{"brokers", "kafka-brokers", "data-dir", "from-beginning", "pretty", "schema", "grep", "count", "timeout"} {
+		if !strings.Contains(help, "  -"+name) {
+			t.Errorf("help does not explain --%s", name)
+		}
+	}
+	if !strings.Contains(usage, "tail ") {
+		t.Error("the command list does not mention tail")
+	}
+}
+
+func TestSchemaMatches(t *testing.T) {
+	cases := []struct {
+		value, name string
+		want        bool
+	}{
+		{`{"schema":"Foo"}`, "Foo", true},
+		{`{"schema":"Foo"}`, "foo", false},
+		{`{"schema":"FooBar"}`, "Foo", false},
+		{`{"event":{"schema":"Foo"}}`, "Foo", false},
+		{`{"schema":1}`, "1", false},
+		{`{"$schema":"/analytics/button_click/1.0.0"}`, "button_click", true},
+		{`{"$schema":"/analytics/button_click/1.0.0"}`, "analytics", true},
+		{`{"$schema":"/analytics/button_click/1.0.0"}`, "analytics/button_click", true},
+		{`{"$schema":"/analytics/button_click/1.0.0"}`, "/analytics/button_click", true},
+		{`{"$schema":"/analytics/button_click/1.0.0"}`, "button", false},
+		{`{"$schema":"/analytics/button_click/1.0.0"}`, "click", false},
+		{`{"$schema":"https://schema.wikimedia.org/repositories/secondary/jsonschema/analytics/button_click/1.0.0.json"}`, "button_click", true},
+		{`{"$schema":"../../etc/passwd"}`, "etc", false},
+		{`{"schema":"Bar","$schema":"/Foo/1.0.0"}`, "Foo", true},
+		{`not json`, "Foo", false},
+		{`["schema","Foo"]`, "Foo", false},
+	}
+	for _, c := range cases {
+		if got := schemaMatches([]byte(c.value), c.name); got != c.want {
+			t.Errorf("schemaMatches(%s, %q) = %v, want %v", c.value, c.name, got, c.want)
+		}
+	}
+}
+
+func TestWriteValue(t *testing.T) {
+	cases := []struct {
+		value  []byte
+		pretty bool
+		want   string
+	}{
+		{[]byte(`{ "a" : [1, 2] , "b":"<x>" }`), false, `{"a":[1,2],"b":"<x>"}` + "\n"},
+		{[]byte(`{"a":[1,2]}`), true, "{\n  \"a\": [\n    1,\n    2\n  ]\n}\n"},
+		{[]byte(`42`), false, "42\n"},
+		{[]byte("plain <text>\twith \"quotes\""), false, `"plain <text>\twith \"quotes\""` + "\n"},
+		{[]byte("\xff\xfe"), false, `"\ufffd\ufffd"` + "\n"},
+		{[]byte{}, false, `""` + "\n"},
+		{nil, false, "null\n"},
+	}
+	for _, c := range cases {
+		var b bytes.Buffer
+		writeValue(&b, c.value, c.pretty)
+		if b.String() != c.want {
+			t.Errorf("writeValue(%q, %v) = %q, want %q", c.value, c.pretty, b.String(), c.want)
+		}
+	}
+}
+
+func TestSplitArgs(t *testing.T) {
+	fs := newFlagSet("tail", "", &bytes.Buffer{})
+	fs.Bool("pretty", false, "")
+	fs.Int("count", 0, "")
+	cases := []struct {
+		args, flags, pos []string
+	}{
+		{[]string{"a", "b"}, nil, []string{"a", "b"}},
+		{[]string{"--count", "2", "a", "--pretty", "b"}, []string{"--count", "2", "--pretty"}, []string{"a", "b"}},
+		{[]string{"a", "-count=3", "--pretty=false"}, []string{"-count=3", "--pretty=false"}, []string{"a"}},
+		{[]string{"--count", "1", "--", "--pretty", "-"}, []string{"--count", "1"}, []string{"--pretty", "-"}},
+		{[]string{"--unknown", "a"}, []string{"--unknown"}, []string{"a"}},
+		{[]string{"a", "--count"}, []string{"--count"}, []string{"a"}},
+	}
+	for _, c := range cases {
+		flags, pos := splitArgs(fs, c.args)
+		if !slices.Equal(flags, c.flags) || !slices.Equal(pos, c.pos) {
+			t.Errorf("splitArgs(%q) = %q, %q; want %q, %q", c.args, flags, pos, c.flags, c.pos)
+		}
+	}
+}
+
+// TestTailRealKafka runs tail against the real Apache Kafka broker.
+func TestTailRealKafka(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	topic := kafkatest.Topic(t, "tail")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close) // after the topic is deleted below
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 2, -1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := adm.DeleteTopic(context.Background(), topic); err != nil {
+			t.Logf("delete topic %s: %v", topic, err)
+		}
+	})
+	produceTail(ctx, t, brokers, topic, tailValues...)
+	brokerFlag := strings.Join(brokers, ",")
+
+	// From the beginning, filtered: the three Foo events. The topic has two
+	// partitions, so the order across them is not fixed: compare sorted.
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"tail", "--brokers", brokerFlag, "--from-beginning", "--count", "3", "--schema", "Foo", "--timeout", "60s", topic}, nil, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	got := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	slices.Sort(got)
+	want := []string{
+		`{"$schema":"/analytics/Foo/1.0.0","n":2}`,
+		`{"schema":"Foo","revision":1,"event":{"n":1}}`,
+		`{"schema":"Foo","revision":1,"event":{"n":3}}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("from the beginning printed %q; want %q", got, want)
+	}
+
+	// From the end: only what is produced after the start.
+	args := []string{"tail", "--brokers", brokerFlag, "--count", "1", "--timeout", "60s", topic}
+	if out := tailFromEnd(t, brokers, args, topic, `{"schema":"New"}`); out != `{"schema":"New"}`+"\n" {
+		t.Fatalf("from the end printed %q", out)
+	}
+}

@@ -1,0 +1,340 @@
+package intake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/process"
+)
+
+// Config tunes the intake. Zero values are documented per field.
+type Config struct {
+	// RawTopic receives beacons and hasty POSTs; default eventlogging-client-side.
+	RawTopic string
+	// RecvFrom names this intake in raw records and uuids; default host:pid.
+	RecvFrom string
+	// MaxURLLength answers 414 for longer beacon URLs; default 2000 (the
+	// browser client's limit).
+	MaxURLLength int
+	// MaxBodyBytes answers 413 for larger POST bodies; default 4 MiB.
+	MaxBodyBytes int64
+	// MaxBatchEvents answers 413 for POSTed arrays with more events; default 1000.
+	MaxBatchEvents int
+	// CORSOrigin is sent as Access-Control-Allow-Origin; default "*".
+	CORSOrigin string
+	// TrustedProxies may set X-Forwarded-For; default none (the socket
+	// address is the client IP).
+	TrustedProxies []netip.Prefix
+	// DropClientIP keeps client IPs out of raw records ("-" instead), for
+	// the drop IP policy.
+	DropClientIP bool
+	// RetryAfter is sent with 503 answers; default 30s.
+	RetryAfter time.Duration
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Validator is the processing function the synchronous POST uses.
+type Validator interface {
+	ProcessEvent(ctx context.Context, event []byte, m process.Meta, out []process.Output) ([]process.Output, process.Result)
+}
+
+// Streams is the stream configuration served to clients (may be nil).
+type Streams interface {
+	List() []process.Stream
+}
+
+// Server serves the intake's HTTP API.
+type Server struct {
+	cfg     Config
+	w       *Writer
+	val     Validator
+	streams Streams
+	log     *slog.Logger
+	seq     atomic.Int64
+	mux     *http.ServeMux
+}
+
+// NewServer builds the handlers; it starts nothing.
+func NewServer(w *Writer, val Validator, streams Streams, cfg Config) (*Server, error) {
+	if w == nil || val == nil {
+		return nil, errors.New("intake: nil writer or validator")
+	}
+	if cfg.RawTopic == "" {
+		cfg.RawTopic = capsule.TopicClientSide
+	}
+	if !capsule.ValidTopicName(cfg.RawTopic) {
+		return nil, fmt.Errorf("intake: raw topic %q is not a valid topic name", cfg.RawTopic)
+	}
+	if cfg.RecvFrom == "" {
+		host, _ := os.Hostname()
+		cfg.RecvFrom = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	cfg.RecvFrom = strings.Map(func(r rune) rune {
+		if r <= ' ' || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, cfg.RecvFrom)
+	if cfg.MaxURLLength <= 0 {
+		cfg.MaxURLLength = 2000
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 4 << 20
+	}
+	if cfg.MaxBatchEvents <= 0 {
+		cfg.MaxBatchEvents = 1000
+	}
+	if cfg.CORSOrigin == "" {
+		cfg.CORSOrigin = "*"
+	}
+	if cfg.RetryAfter <= 0 {
+		cfg.RetryAfter = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, w: w, val: val, streams: streams, log: cfg.Logger, mux: http.NewServeMux()}
+	for _, p := range []string{"/beacon/event", "/beacon/event.gif", "/event.gif"} {
+		s.mux.HandleFunc("GET "+p, s.beacon)
+	}
+	s.mux.HandleFunc("POST /v1/events", s.events)
+	s.mux.HandleFunc("OPTIONS /v1/events", s.preflight)
+	s.mux.HandleFunc("GET /v1/streams", s.streamConfig)
+	s.mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(rw, "ok\n") })
+	s.mux.HandleFunc("GET /readyz", s.ready)
+	return s, nil
+}
+
+// ServeHTTP answers every request; a panic in a handler becomes a 500 and a
+// log line, never a dead process.
+func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler { //nolint:errorlint // sentinel compared as net/http does
+				panic(p)
+			}
+			s.log.Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(p))
+			writeError(rw, http.StatusInternalServerError, "internal error")
+		}
+	}()
+	rw.Header().Set("Access-Control-Allow-Origin", s.cfg.CORSOrigin)
+	s.mux.ServeHTTP(rw, r)
+}
+
+// RecvFrom is the name this intake writes into raw records.
+func (s *Server) RecvFrom() string { return s.cfg.RecvFrom }
+
+// beacon: GET /beacon/event?<url-encoded JSON capsule>;
+func (s *Server) beacon(rw http.ResponseWriter, r *http.Request) {
+	if len(r.RequestURI) > s.cfg.MaxURLLength {
+		writeError(rw, http.StatusRequestURITooLong, fmt.Sprintf("beacon URL of %d characters exceeds the %d-character limit", len(r.RequestURI), s.cfg.MaxURLLength))
+		return
+	}
+	q := r.URL.RawQuery
+	if q == "" || q == ";" {
+		writeError(rw, http.StatusBadRequest, "empty beacon: send /beacon/event?<url-encoded JSON>;")
+		return
+	}
+	line := appendRawLine(make([]byte, 0, len(q)+128), []byte(q), s.cfg.RecvFrom, s.seq.Add(1), time.Now(), s.ip(r), r.UserAgent())
+	if err := s.w.Enqueue([]kafka.Message{{Topic: s.cfg.RawTopic, Value: line}}); err != nil {
+		s.unavailable(rw, err)
+		return
+	}
+	rw.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) ip(r *http.Request) string {
+	if s.cfg.DropClientIP {
+		return ""
+	}
+	return clientIP(r, s.cfg.TrustedProxies)
+}
+
+func (s *Server) preflight(rw http.ResponseWriter, _ *http.Request) {
+	h := rw.Header()
+	h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "Content-Type")
+	h.Set("Access-Control-Max-Age", "86400")
+	rw.WriteHeader(http.StatusNoContent)
+}
+
+// EventResult is one event's entry in a POST answer.
+type EventResult struct {
+	Index   int                 `json:"index"`
+	Status  string              `json:"status"` // "accepted" or "invalid"
+	UUID    string              `json:"uuid,omitempty"`
+	Topic   string              `json:"topic,omitempty"`
+	Code    string              `json:"code,omitempty"`
+	Message string              `json:"message,omitempty"`
+	Errors  []capsule.Violation `json:"errors,omitempty"`
+}
+
+// PostResponse is the body of a synchronous POST answer.
+type PostResponse struct {
+	Accepted int           `json:"accepted"`
+	Invalid  int           `json:"invalid"`
+	Events   []EventResult `json:"events"`
+}
+
+// events: POST /v1/events with one JSON event or an array of events.
+func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); ct != "" && (err != nil || (mt != "application/json" && mt != "text/plain")) {
+		writeError(rw, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q: send application/json or text/plain", ct))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(rw, http.StatusRequestEntityTooLarge, fmt.Sprintf("body exceeds the %d-byte limit", s.cfg.MaxBodyBytes))
+			return
+		}
+		writeError(rw, http.StatusBadRequest, "reading body: "+err.Error())
+		return
+	}
+	events, status, msg := s.split(body)
+	if status != 0 {
+		writeError(rw, status, msg)
+		return
+	}
+	if hasty, _ := strconv.ParseBool(r.URL.Query().Get("hasty")); hasty {
+		s.hasty(rw, r, events)
+		return
+	}
+	meta := process.Meta{RecvFrom: s.cfg.RecvFrom, Received: time.Now(), ClientIP: s.ip(r), UserAgent: r.UserAgent()}
+	resp := PostResponse{Events: make([]EventResult, len(events))}
+	var outs []process.Output
+	for i, ev := range events {
+		meta.SeqID = s.seq.Add(1)
+		var res process.Result
+		outs, res = s.val.ProcessEvent(r.Context(), ev, meta, outs)
+		er := EventResult{Index: i, UUID: res.UUID}
+		if res.Valid() {
+			resp.Accepted++
+			er.Status, er.Topic = "accepted", res.Topic
+		} else {
+			resp.Invalid++
+			er.Status, er.Code, er.Message, er.Errors = "invalid", res.Code, res.Message, res.Errors
+		}
+		resp.Events[i] = er
+	}
+	msgs := make([]kafka.Message, len(outs))
+	for i, o := range outs {
+		msgs[i] = kafka.Message{Topic: o.Topic, Value: o.Value}
+	}
+	// Valid events and the EventErrors of invalid ones are acknowledged
+	// (acks=all) or spooled before the answer.
+	if err := s.w.Deliver(r.Context(), msgs); err != nil {
+		s.unavailable(rw, err)
+		return
+	}
+	code := http.StatusCreated
+	switch {
+	case resp.Accepted == 0:
+		code = http.StatusBadRequest
+	case resp.Invalid > 0:
+		code = http.StatusMultiStatus
+	}
+	writeJSON(rw, code, resp)
+}
+
+// hasty takes the raw path: each event becomes one raw record; 202.
+func (s *Server) hasty(rw http.ResponseWriter, r *http.Request, events [][]byte) {
+	now, ip, ua := time.Now(), s.ip(r), r.UserAgent()
+	msgs := make([]kafka.Message, len(events))
+	for i, ev := range events {
+		q := appendQueryEscape(make([]byte, 0, len(ev)*2), ev)
+		msgs[i] = kafka.Message{Topic: s.cfg.RawTopic, Value: appendRawLine(make([]byte, 0, len(q)+128), q, s.cfg.RecvFrom, s.seq.Add(1), now, ip, ua)}
+	}
+	if err := s.w.Enqueue(msgs); err != nil {
+		s.unavailable(rw, err)
+		return
+	}
+	writeJSON(rw, http.StatusAccepted, map[string]int{"queued": len(events)})
+}
+
+// split checks a POST body and returns its events as JSON texts, or an HTTP
+// status and message for a body that is not one event or an array of them.
+func (s *Server) split(body []byte) ([][]byte, int, string) {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil, http.StatusBadRequest, "empty body: send one JSON event or an array of events"
+	}
+	if !utf8.Valid(body) {
+		return nil, http.StatusBadRequest, "body is not valid UTF-8"
+	}
+	v, err := capsule.Decode(body)
+	if err != nil {
+		return nil, http.StatusBadRequest, "body is not valid JSON: " + err.Error()
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		return [][]byte{body}, 0, ""
+	case []any:
+		if len(x) == 0 {
+			return nil, http.StatusBadRequest, "empty array: send at least one event"
+		}
+		if len(x) > s.cfg.MaxBatchEvents {
+			return nil, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d events in one request exceed the limit of %d", len(x), s.cfg.MaxBatchEvents)
+		}
+		out := make([][]byte, len(x))
+		for i, e := range x {
+			out[i] = capsule.AppendValue(nil, e)
+		}
+		return out, 0, ""
+	default:
+		return nil, http.StatusBadRequest, "body must be a JSON object (one event) or an array of events"
+	}
+}
+
+func (s *Server) streamConfig(rw http.ResponseWriter, _ *http.Request) {
+	var list []process.Stream
+	if s.streams != nil {
+		list = s.streams.List()
+	}
+	if list == nil {
+		list = []process.Stream{}
+	}
+	writeJSON(rw, http.StatusOK, map[string]any{"streams": list})
+}
+
+func (s *Server) ready(rw http.ResponseWriter, r *http.Request) {
+	if err := s.w.Ready(r.Context()); err != nil {
+		writeError(rw, http.StatusServiceUnavailable, "kafka not reachable: "+err.Error())
+		return
+	}
+	_, _ = io.WriteString(rw, "ready\n")
+}
+
+func (s *Server) unavailable(rw http.ResponseWriter, err error) {
+	s.log.Warn("refusing events", "err", err)
+	rw.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
+	writeError(rw, http.StatusServiceUnavailable, "cannot accept events now; retry later")
+}
+
+func writeJSON(rw http.ResponseWriter, code int, v any) {
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(code)
+	_ = json.NewEncoder(rw).Encode(v)
+}
+
+// writeError is the one place HTTP errors are written: {"error": "..."}.
+func writeError(rw http.ResponseWriter, code int, msg string) {
+	writeJSON(rw, code, map[string]any{"status": code, "error": msg})
+}

@@ -1,0 +1,357 @@
+package intake
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/iphash"
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/lineformat"
+	"github.com/eventlogging/eventlogging/internal/process"
+	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/spool"
+)
+
+// testIntake is an intake on an in-process kfake broker.
+type testIntake struct {
+	srv     *Server
+	http    *httptest.Server
+	brokers []string
+	writer  *Writer
+	proc    *process.Processor
+}
+
+func newTestIntake(t testing.TB, cfg Config) *testIntake {
+	t.Helper()
+	topics := []string{capsule.TopicClientSide, capsule.TopicEventError, capsule.TopicValidMixed,
+		"eventlogging_Generic", "eventlogging_ButtonClick", "eventlogging_analytics.edit_funnel"}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	brokers := cluster.ListenAddrs()
+	prod, err := kafka.NewProducer(kafka.ProducerConfig{Kafka: kafka.Config{Brokers: brokers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	q, err := spool.Open(t.TempDir(), spool.Config{MaxBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	w := NewWriter(prod, q, WriterConfig{SpoolMaxBytes: 64 << 20})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = w.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	streams, err := process.NewStreams([]process.Stream{{Name: "analytics.edit_funnel", SchemaTitle: "analytics/edit_funnel", Topic: "eventlogging_analytics.edit_funnel"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := schema.NewResolver(schema.NewDirSource("../../examples/schemas"), schema.ResolverConfig{})
+	proc, err := process.New(res, iphash.NewHasher(iphash.SHA256, []byte("k")), process.Config{Streams: streams})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RecvFrom = "intake-test"
+	srv, err := NewServer(w, proc, streams, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return &testIntake{srv: srv, http: hs, brokers: brokers, writer: w, proc: proc}
+}
+
+// consume reads n records of topic from the start.
+func (ti *testIntake) consume(t testing.TB, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ti.brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for len(recs) < n {
+		f := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%s: got %d of %d records", topic, len(recs), n)
+		}
+		recs = append(recs, f.Records()...)
+	}
+	return recs
+}
+
+const genericCapsule = `{"event":{"articleId":1,"articleTitle":"Héctor Elizondo"},"revision":13,"schema":"Generic","webHost":"test.wikipedia.org","wiki":"testwiki"}`
+
+func TestBeaconWritesRawRecord(t *testing.T) {
+	ti := newTestIntake(t, Config{})
+	q := url.PathEscape(genericCapsule) + ";"
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ti.http.URL+"/beacon/event?"+q, nil)
+	req.Header.Set("User-Agent", "Mozilla/5.0\t(tab)")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	rec := ti.consume(t, capsule.TopicClientSide, 1)[0]
+	// The raw record is a line the processor's default format parses, and
+	// processing it gives the capsule.
+	f, err := lineformat.Compile(RawFormat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fl lineformat.Fields
+	if err := f.Parse(rec.Value, &fl); err != nil {
+		t.Fatalf("raw record %q: %v", rec.Value, err)
+	}
+	if fl.ClientIP != "127.0.0.1" {
+		t.Errorf("client IP %q", fl.ClientIP)
+	}
+	outs := ti.proc.Process(t.Context(), f, rec.Value, nil, nil)
+	var c map[string]any
+	if err := json.Unmarshal(outs[0].Value, &c); err != nil || outs[0].Topic != "eventlogging_Generic" {
+		t.Fatalf("processed to %s: %s", outs[0].Topic, outs[0].Value)
+	}
+	if c["recvFrom"] != "intake-test" || c["userAgent"] != "Mozilla/5.0 (tab)" || c["seqId"] == nil {
+		t.Errorf("capsule %v", c)
+	}
+}
+
+func TestPostSync(t *testing.T) {
+	ti := newTestIntake(t, Config{})
+	valid := genericCapsule
+	platform := `{"$schema":"/analytics/edit_funnel/1.0.0","meta":{"stream":"analytics.edit_funnel"},"action":"init","editor":"wikitext","session_token":"abcdefghijkl"}`
+	invalid := `{"event":{"articleId":"x"},"revision":13,"schema":"Generic"}`
+	cases := []struct {
+		name, body string
+		status     int
+		statuses   []string
+	}{
+		{"one valid", valid, 201, []string{"accepted"}},
+		{"mixed", "[" + valid + "," + invalid + "," + platform + "]", 207, []string{"accepted", "invalid", "accepted"}},
+		{"all invalid", "[" + invalid + ",1]", 400, []string{"invalid", "invalid"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := post(t, ti.http.URL+"/v1/events", "text/plain;charset=UTF-8", c.body)
+			if status != c.status {
+				t.Fatalf("status %d, want %d: %s", status, c.status, body)
+			}
+			var pr PostResponse
+			if err := json.Unmarshal(body, &pr); err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range c.statuses {
+				if pr.Events[i].Status != want || pr.Events[i].Index != i {
+					t.Errorf("event %d: %+v, want %s", i, pr.Events[i], want)
+				}
+				if want == "invalid" && pr.Events[i].Message == "" {
+					t.Errorf("event %d: invalid without a reason", i)
+				}
+			}
+		})
+	}
+	// The valid events reached their topics before the answer.
+	recs := ti.consume(t, "eventlogging_Generic", 2)
+	if !bytes.Contains(recs[0].Value, []byte(`"recvFrom":"intake-test"`)) {
+		t.Errorf("capsule %s", recs[0].Value)
+	}
+	ti.consume(t, "eventlogging_analytics.edit_funnel", 1)
+	ti.consume(t, capsule.TopicEventError, 3)
+}
+
+func TestPostHasty(t *testing.T) {
+	ti := newTestIntake(t, Config{})
+	status, body := post(t, ti.http.URL+"/v1/events?hasty=true", "application/json", "["+genericCapsule+","+genericCapsule+"]")
+	if status != http.StatusAccepted {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	recs := ti.consume(t, capsule.TopicClientSide, 2)
+	f, _ := lineformat.Compile(RawFormat)
+	for _, r := range recs {
+		outs := ti.proc.Process(t.Context(), f, r.Value, nil, nil)
+		if outs[0].Topic != "eventlogging_Generic" {
+			t.Errorf("hasty raw record does not process: %s", outs[0].Value)
+		}
+	}
+}
+
+func post(t testing.TB, u, ct, body string) (status int, respBody []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestBadInput is the catalogue of hostile or broken requests and the
+// answer each gets.
+func TestBadInput(t *testing.T) {
+	ti := newTestIntake(t, Config{})
+	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000)
+	var many strings.Builder
+	many.WriteString("[")
+	for i := range 100_000 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		many.WriteString("{}")
+	}
+	many.WriteString("]")
+	cases := []struct {
+		name, method, path, ct, body string
+		status                       int
+	}{
+		{"malformed JSON", "POST", "/v1/events", "application/json", `{"schema":`, 400},
+		{"wrong content type", "POST", "/v1/events", "application/xml", `<event/>`, 415},
+		{"empty body", "POST", "/v1/events", "application/json", ``, 400},
+		{"5 MB body", "POST", "/v1/events", "application/json", `["` + strings.Repeat("x", 5<<20) + `"]`, 413},
+		{"3,000-character beacon URL", "GET", "/beacon/event?" + strings.Repeat("a", 3000) + ";", "", "", 414},
+		{"invalid UTF-8", "POST", "/v1/events", "application/json", "{\"schema\":\"\xff\"}", 400},
+		{"JSON nested 10,000 deep", "POST", "/v1/events", "application/json", deep, 400},
+		{"null", "POST", "/v1/events", "application/json", `null`, 400},
+		{"a number", "POST", "/v1/events", "application/json", `42`, 400},
+		{"array of 100,000 events", "POST", "/v1/events", "application/json", many.String(), 413},
+		{"empty array", "POST", "/v1/events", "application/json", `[]`, 400},
+		{"empty beacon", "GET", "/beacon/event", "", "", 400},
+		{"truncated beacon is accepted raw (becomes an EventError)", "GET", "/beacon/event?%7B%22schema%22%3A%22Gen", "", "", 204},
+		{"wrong method", "DELETE", "/v1/events", "", "", 405},
+		{"unknown path", "GET", "/nope", "", "", 404},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), c.method, ti.http.URL+c.path, strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.ct != "" {
+				req.Header.Set("Content-Type", c.ct)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d: %.300s", resp.StatusCode, c.status, body)
+			}
+			if c.status >= 400 && c.status != 404 && c.status != 405 && !bytes.Contains(body, []byte(`"error"`)) {
+				t.Errorf("error answer without a reason: %.300s", body)
+			}
+		})
+	}
+}
+
+func TestHealthAndCORS(t *testing.T) {
+	ti := newTestIntake(t, Config{CORSOrigin: "https://example.org"})
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/v1/streams": 200} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ti.http.URL+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want || resp.Header.Get("Access-Control-Allow-Origin") != "https://example.org" {
+			t.Errorf("%s: %d, CORS %q", path, resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+		}
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodOptions, ti.http.URL+"/v1/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 204 || !strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") {
+		t.Errorf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+func TestClientIPTrustedProxies(t *testing.T) {
+	proxies, err := ParseTrustedProxies([]string{"10.0.0.0/8", "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		remote, xff, want string
+	}{
+		{"198.51.100.7:5000", "1.2.3.4", "198.51.100.7"},            // untrusted peer: header ignored
+		{"127.0.0.1:5000", "1.2.3.4", "1.2.3.4"},                    // trusted peer
+		{"127.0.0.1:5000", "6.6.6.6, 1.2.3.4, 10.1.1.1", "1.2.3.4"}, // right-most untrusted hop
+		{"127.0.0.1:5000", "garbage", "127.0.0.1"},
+		{"127.0.0.1:5000", "", "127.0.0.1"},
+		{"[::ffff:127.0.0.1]:5000", "2001:db8::1", "2001:db8::1"},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil)
+		r.RemoteAddr = c.remote
+		if c.xff != "" {
+			r.Header.Set("X-Forwarded-For", c.xff)
+		}
+		if got := clientIP(r, proxies); got != c.want {
+			t.Errorf("%s via %q: %s, want %s", c.remote, c.xff, got, c.want)
+		}
+	}
+	if _, err := ParseTrustedProxies([]string{"nope"}); err == nil {
+		t.Error("bad proxy accepted")
+	}
+}
+
+func TestQueryEscapeMatchesBrowser(t *testing.T) {
+	// The beacon reference: encodeURIComponent(JSON.stringify(capsule)).
+	want := "%7B%22event%22%3A%7B%22articleId%22%3A1%2C%22articleTitle%22%3A%22H%C3%A9ctor%20Elizondo%22%7D%7D"
+	if got := string(appendQueryEscape(nil, []byte(`{"event":{"articleId":1,"articleTitle":"Héctor Elizondo"}}`))); got != want {
+		t.Errorf("got %s", got)
+	}
+}
+
+// BenchmarkBeacon measures the beacon handler in process against kfake:
+// request parsing, raw line building and the producer's buffer.
+func BenchmarkBeacon(b *testing.B) {
+	ti := newTestIntake(b, Config{})
+	target := "/beacon/event?" + url.PathEscape(genericCapsule) + ";"
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rw := httptest.NewRecorder()
+			r := httptest.NewRequestWithContext(context.Background(), http.MethodGet, target, nil)
+			ti.srv.ServeHTTP(rw, r)
+			if rw.Code != http.StatusNoContent {
+				panic(fmt.Sprintf("status %d", rw.Code))
+			}
+		}
+	})
+}

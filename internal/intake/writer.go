@@ -1,0 +1,254 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/spool"
+)
+
+// ErrUnavailable means an event could be put neither into Kafka nor into the
+// spool: the caller answers 503 with Retry-After.
+var ErrUnavailable = errors.New("intake: cannot accept events now (Kafka unreachable and spool full)")
+
+// Producer is the Kafka side of a Writer (kafka.Producer).
+type Producer interface {
+	TryProduce(m kafka.Message, cb func(error))
+	ProduceSync(ctx context.Context, msgs []kafka.Message) error
+	Ping(ctx context.Context) error
+}
+
+// WriterConfig tunes a Writer.
+type WriterConfig struct {
+	// SyncTimeout bounds a synchronous produce before its records are
+	// spooled instead; default 10s.
+	SyncTimeout time.Duration
+	// ReplayBatch is how many spooled records are sent per produce; default 1000.
+	ReplayBatch int
+	// SpoolHighWater: above this fraction of the spool's size limit the
+	// asynchronous path refuses new events (so late delivery failures still
+	// find room); default 0.9.
+	SpoolHighWater float64
+	// SpoolMaxBytes is the spool's size limit, for the high-water mark.
+	SpoolMaxBytes int64
+	Logger        *slog.Logger
+}
+
+// Writer gets accepted records to Kafka. While Kafka is unreachable (or
+// while older records wait in the spool, to keep their order) records go to
+// the spool, which Run replays when Kafka answers again. Safe for concurrent
+// use.
+type Writer struct {
+	prod  Producer
+	spool *spool.Queue
+	cfg   WriterConfig
+	log   *slog.Logger
+
+	down   atomic.Bool   // Kafka failed; spool until the replay drains
+	wake   chan struct{} // nudges the replayer
+	mu     sync.Mutex    // orders spool appends against the replayer's drain check
+	lost   atomic.Int64  // records lost: delivery failed and the spool refused them
+	spools atomic.Int64  // records written to the spool
+}
+
+// NewWriter returns a Writer; Run must be running for spooled records to be
+// replayed.
+func NewWriter(prod Producer, q *spool.Queue, cfg WriterConfig) *Writer {
+	if cfg.SyncTimeout <= 0 {
+		cfg.SyncTimeout = 10 * time.Second
+	}
+	if cfg.ReplayBatch <= 0 {
+		cfg.ReplayBatch = 1000
+	}
+	if cfg.SpoolHighWater <= 0 || cfg.SpoolHighWater > 1 {
+		cfg.SpoolHighWater = 0.9
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	w := &Writer{prod: prod, spool: q, cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}
+	if q.Len() > 0 {
+		w.down.Store(true) // replay what an earlier run left, before new records
+	}
+	return w
+}
+
+// Stats are the Writer's counters.
+type Stats struct {
+	Spooled, Lost int64
+	SpoolRecords  int
+	SpoolBytes    int64
+	KafkaDown     bool
+}
+
+// Stats returns the current counters.
+func (w *Writer) Stats() Stats {
+	return Stats{Spooled: w.spools.Load(), Lost: w.lost.Load(), SpoolRecords: w.spool.Len(), SpoolBytes: w.spool.Bytes(), KafkaDown: w.down.Load()}
+}
+
+// Enqueue accepts records for asynchronous delivery (beacon, hasty POST).
+// It returns once each record is in the producer's bounded buffer or in the
+// spool. A record whose delivery later fails is spooled then.
+func (w *Writer) Enqueue(msgs []kafka.Message) error {
+	if w.down.Load() || w.spool.Len() > 0 {
+		return w.toSpool(msgs)
+	}
+	if w.spoolNearlyFull() {
+		return ErrUnavailable
+	}
+	for _, m := range msgs {
+		w.prod.TryProduce(m, func(err error) {
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, kafka.ErrBufferFull) && w.down.CompareAndSwap(false, true) {
+				w.log.Warn("kafka delivery failed; spooling until it answers again", "err", err)
+			}
+			if serr := w.toSpool([]kafka.Message{m}); serr != nil {
+				w.lost.Add(1)
+				w.log.Error("event lost: delivery failed and the spool refused it", "topic", m.Topic, "delivery_err", err, "spool_err", serr)
+			}
+		})
+	}
+	return nil
+}
+
+// Deliver produces records and returns when all are acknowledged by all
+// in-sync replicas — or, when Kafka does not answer in SyncTimeout, once
+// they are fsync'd in the spool.
+func (w *Writer) Deliver(ctx context.Context, msgs []kafka.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	if w.down.Load() || w.spool.Len() > 0 {
+		return w.toSpool(msgs)
+	}
+	sctx, cancel := context.WithTimeout(ctx, w.cfg.SyncTimeout)
+	err := w.prod.ProduceSync(sctx, msgs)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("intake: deliver: %w", ctx.Err())
+	}
+	if w.down.CompareAndSwap(false, true) {
+		w.log.Warn("kafka produce failed; spooling until it answers again", "err", err)
+	}
+	// Some records may have been written before the failure; replaying
+	// them duplicates, which the deterministic uuid makes harmless.
+	return w.toSpool(msgs)
+}
+
+func (w *Writer) spoolNearlyFull() bool {
+	return w.cfg.SpoolMaxBytes > 0 && float64(w.spool.Bytes()) > w.cfg.SpoolHighWater*float64(w.cfg.SpoolMaxBytes)
+}
+
+func (w *Writer) toSpool(msgs []kafka.Message) error {
+	recs := make([]spool.Record, len(msgs))
+	for i, m := range msgs {
+		recs[i] = spool.Record{Topic: m.Topic, Value: m.Value}
+	}
+	w.mu.Lock()
+	err := w.spool.Append(recs)
+	w.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	w.spools.Add(int64(len(msgs)))
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Ready reports whether Kafka answers.
+func (w *Writer) Ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return w.prod.Ping(ctx)
+}
+
+// Run replays the spool into Kafka, oldest first, removing records only
+// after they are acknowledged, until ctx is done.
+func (w *Writer) Run(ctx context.Context) error {
+	backoff := time.Second
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if w.spool.Len() == 0 && w.down.Load() {
+			if w.Ready(ctx) == nil {
+				w.mu.Lock()
+				if w.spool.Len() == 0 {
+					w.down.Store(false)
+					w.log.Info("kafka answers again; spool drained")
+				}
+				w.mu.Unlock()
+			}
+		}
+		if w.spool.Len() > 0 {
+			n, err := w.replayOnce(ctx)
+			switch {
+			case err != nil:
+				w.log.Warn("spool replay failed; retrying", "err", err, "backoff", backoff, "spooled", w.spool.Len())
+				if !sleepCtx(ctx, backoff) {
+					return nil
+				}
+				backoff = min(backoff*2, 30*time.Second)
+				continue
+			case n > 0:
+				backoff = time.Second
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.wake:
+		case <-tick.C:
+		}
+	}
+}
+
+func (w *Writer) replayOnce(ctx context.Context) (int, error) {
+	if err := w.Ready(ctx); err != nil {
+		return 0, err
+	}
+	recs, err := w.spool.Peek(w.cfg.ReplayBatch)
+	if err != nil || len(recs) == 0 {
+		return 0, err
+	}
+	msgs := make([]kafka.Message, len(recs))
+	for i, r := range recs {
+		msgs[i] = kafka.Message{Topic: r.Topic, Value: r.Value}
+	}
+	sctx, cancel := context.WithTimeout(ctx, w.cfg.SyncTimeout)
+	defer cancel()
+	if err := w.prod.ProduceSync(sctx, msgs); err != nil {
+		return 0, err
+	}
+	// Acknowledged by Kafka: only now leave the spool. A crash between the
+	// two replays these records again (at least once).
+	if err := w.spool.Ack(len(recs)); err != nil {
+		return 0, err
+	}
+	return len(recs), nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,86 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ErrBufferFull is passed to a TryProduce callback when the producer's
+// bounded buffer is full.
+var ErrBufferFull = kgo.ErrMaxBuffered
+
+// ProducerConfig tunes a Producer.
+type ProducerConfig struct {
+	Kafka Config
+	// DeliveryTimeout fails a buffered record that could not be delivered
+	// in this long (its callback gets the error); default 15s.
+	DeliveryTimeout time.Duration
+	// MaxBufferedRecords bounds the records held in memory awaiting
+	// delivery; default Kafka.MaxBufferedRecords (100,000).
+	MaxBufferedRecords int
+}
+
+// Producer sends records to Kafka: asynchronously into a bounded buffer, or
+// synchronously until every record is acknowledged by all in-sync replicas.
+// Safe for concurrent use.
+type Producer struct {
+	cl *kgo.Client
+}
+
+// NewProducer connects lazily: no request is made until the first produce.
+func NewProducer(cfg ProducerConfig) (*Producer, error) {
+	if cfg.DeliveryTimeout <= 0 {
+		cfg.DeliveryTimeout = 15 * time.Second
+	}
+	if cfg.MaxBufferedRecords > 0 {
+		cfg.Kafka.MaxBufferedRecords = cfg.MaxBufferedRecords
+	}
+	cl, err := NewClient(cfg.Kafka, kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout))
+	if err != nil {
+		return nil, err
+	}
+	return &Producer{cl: cl}, nil
+}
+
+// TryProduce buffers m and returns at once; cb is called exactly once with
+// the outcome: nil when acknowledged, ErrBufferFull at once when the buffer
+// is full, or the delivery error (after DeliveryTimeout at most).
+func (p *Producer) TryProduce(m Message, cb func(error)) {
+	p.cl.TryProduce(context.Background(), &kgo.Record{Topic: m.Topic, Key: m.Key, Value: m.Value}, func(_ *kgo.Record, err error) {
+		cb(err)
+	})
+}
+
+// ProduceSync produces msgs and returns when every one is acknowledged, or
+// with the first error.
+func (p *Producer) ProduceSync(ctx context.Context, msgs []Message) error {
+	return produceAll(ctx, p.cl, [][]Message{msgs})
+}
+
+// Ping reports whether a broker answers.
+func (p *Producer) Ping(ctx context.Context) error { return Ping(ctx, p.cl) }
+
+// Buffered is the number of records awaiting acknowledgement.
+func (p *Producer) Buffered() int64 { return p.cl.BufferedProduceRecords() }
+
+// Topics administers topics through this producer's client.
+func (p *Producer) Topics(d TopicDefaults) *Topics { return NewTopics(p.cl, d) }
+
+// Flush waits until every buffered record is acknowledged or failed.
+func (p *Producer) Flush(ctx context.Context) error {
+	if err := p.cl.Flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// Close flushes for at most ten seconds, then closes the client.
+func (p *Producer) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = p.Flush(ctx)
+	p.cl.Close()
+}

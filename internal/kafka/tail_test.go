@@ -1,0 +1,168 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// tailCluster starts an in-memory kfake broker with a two-partition topic.
+func tailCluster(t *testing.T, topic string) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+// produceValues produces one record per value, keyed so both partitions
+// get some, and waits for all acknowledgements.
+func produceValues(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, values ...string) {
+	t.Helper()
+	msgs := make([]Message, len(values))
+	for i, v := range values {
+		msgs[i] = Message{Topic: topic, Key: []byte(v), Value: []byte(v)}
+	}
+	if err := ProduceSync(ctx, cl, msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%02d", prefix, i)
+	}
+	return out
+}
+
+// collect returns a Tail function gathering values until n, then stopping,
+// and checking offsets increase within each partition.
+func collect(t *testing.T, n int, got *[]string) func(Record) error {
+	last := map[int32]int64{}
+	return func(r Record) error {
+		if prev, ok := last[r.Partition]; ok && r.Offset <= prev {
+			t.Errorf("partition %d: offset %d after %d", r.Partition, r.Offset, prev)
+		}
+		last[r.Partition] = r.Offset
+		*got = append(*got, string(r.Value))
+		if len(*got) == n {
+			return ErrStopTail
+		}
+		return nil
+	}
+}
+
+func TestTailFromBeginning(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	brokers := tailCluster(t, "t")
+	cl := newTestClient(t, brokers)
+	want := names("rec", 20)
+	produceValues(ctx, t, cl, "t", want...)
+
+	var got []string
+	err := Tail(ctx, TailConfig{Kafka: Config{Brokers: brokers}, Topics: []string{"t"}, FromBeginning: true}, collect(t, len(want), &got))
+	if err != nil {
+		t.Fatalf("Tail: %v (ErrStopTail must stop cleanly)", err)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("from the beginning got %v, want %v", got, want)
+	}
+}
+
+func TestTailFromEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	brokers := tailCluster(t, "t")
+	cl := newTestClient(t, brokers)
+	produceValues(ctx, t, cl, "t", names("old", 20)...)
+
+	want := names("new", 10)
+	var got []string
+	cfg := TailConfig{
+		Kafka:  Config{Brokers: brokers},
+		Topics: []string{"t"},
+		// Produced once the start offsets are fixed: all must arrive. An
+		// old record would be read first and take one of the 10 places.
+		OnStart: func() { produceValues(ctx, t, cl, "t", want...) },
+	}
+	if err := Tail(ctx, cfg, collect(t, len(want), &got)); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("from the end got %v, want only the records produced after the start %v", got, want)
+	}
+}
+
+func TestTailStops(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	brokers := tailCluster(t, "t")
+	cl := newTestClient(t, brokers)
+	produceValues(ctx, t, cl, "t", names("rec", 4)...)
+	cfg := TailConfig{Kafka: Config{Brokers: brokers}, Topics: []string{"t"}, FromBeginning: true}
+
+	// fn's own error is returned as is.
+	boom := errors.New("boom")
+	calls := 0
+	err := Tail(ctx, cfg, func(Record) error { calls++; return boom })
+	if !errors.Is(err, boom) || calls != 1 {
+		t.Fatalf("Tail with a failing fn = %v after %d calls; want boom after 1", err, calls)
+	}
+
+	// A wrapped ErrStopTail stops cleanly too.
+	err = Tail(ctx, cfg, func(Record) error { return fmt.Errorf("enough: %w", ErrStopTail) })
+	if err != nil {
+		t.Fatalf("Tail stopped with a wrapped ErrStopTail = %v, want nil", err)
+	}
+
+	// ctx done: nil, and fn is not called afterwards.
+	cctx, ccancel := context.WithCancel(ctx)
+	calls = 0
+	err = Tail(cctx, cfg, func(Record) error { calls++; ccancel(); return nil })
+	if err != nil || calls != 1 {
+		t.Fatalf("Tail after cancel = %v with %d calls; want nil after 1 call", err, calls)
+	}
+
+	// No records at all: the deadline ends it.
+	dctx, dcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer dcancel()
+	if err := Tail(dctx, TailConfig{Kafka: Config{Brokers: brokers}, Topics: []string{"t"}}, func(r Record) error {
+		t.Errorf("unexpected record %s", r.Value)
+		return nil
+	}); err != nil {
+		t.Fatalf("Tail until the deadline = %v, want nil", err)
+	}
+}
+
+func TestTailErrors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	brokers := tailCluster(t, "t")
+	noop := func(Record) error { return nil }
+	for _, c := range []struct {
+		cfg  TailConfig
+		want string
+	}{
+		{TailConfig{Kafka: Config{Brokers: brokers}}, "no topics"},
+		{TailConfig{Topics: []string{"t"}}, "no brokers"},
+		{TailConfig{Kafka: Config{Brokers: brokers}, Topics: []string{"t", "missing"}}, "topic missing does not exist"},
+	} {
+		err := Tail(ctx, c.cfg, noop)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Tail(%+v) = %v; want an error containing %q", c.cfg, err, c.want)
+		}
+	}
+}

@@ -60,10 +60,10 @@ func runStandalone(ctx context.Context, args []string, stderr io.Writer, log *sl
 		Listen:      c.Standalone.KafkaListen,
 		Partitions:  c.Kafka.Partitions,
 		RetentionMs: c.Standalone.Retention.Milliseconds(),
-		Logger:      log.With("component", "broker"),
+		Logger:      log,
 	})
 	if err != nil {
-		return fmt.Errorf("embedded broker: %w", err)
+		return err
 	}
 	defer func() {
 		if err := emb.Close(); err != nil {

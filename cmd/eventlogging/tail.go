@@ -60,8 +60,8 @@ type tailFlags struct {
 func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("tail", tailHelp, stderr)
 	var f tailFlags
-	fs.StringVar(&f.brokers, "brokers", "", "Kafka bootstrap addresses `host:port,...`, e.g. kafka1:9092,kafka2:9092 (default: the local standalone broker of --data-dir)")
-	fs.StringVar(&f.brokers, "kafka-brokers", "", "`host:port,...`: same as --brokers")
+	fs.StringVar(&f.brokers, "brokers", "", "Kafka bootstrap addresses as `host:port,...` (e.g. kafka1:9092,kafka2:9092); default: the local standalone broker of --data-dir")
+	fs.StringVar(&f.brokers, "kafka-brokers", "", "alias of --brokers, as the other commands name it: `host:port,...`")
 	fs.StringVar(&f.dataDir, "data-dir", "data", "data directory `DIR` of the local standalone (\"eventlogging standalone --data-dir\"), searched for broker.json when --brokers is not set")
 	fs.BoolVar(&f.fromBeginning, "from-beginning", false, "print every record the topics still hold, then follow (default: only records produced after tail starts)")
 	fs.BoolVar(&f.pretty, "pretty", false, "indent each JSON value over several lines")

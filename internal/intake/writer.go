@@ -50,11 +50,12 @@ type Writer struct {
 	cfg   WriterConfig
 	log   *slog.Logger
 
-	down   atomic.Bool   // Kafka failed; spool until the replay drains
-	wake   chan struct{} // nudges the replayer
-	mu     sync.Mutex    // orders spool appends against the replayer's drain check
-	lost   atomic.Int64  // records lost: delivery failed and the spool refused them
-	spools atomic.Int64  // records written to the spool
+	down     atomic.Bool   // Kafka failed; spool until the replay drains
+	wake     chan struct{} // nudges the replayer
+	mu       sync.Mutex    // orders spool appends against the replayer's drain check
+	lost     atomic.Int64  // records lost: delivery failed and the spool refused them
+	spools   atomic.Int64  // records written to the spool
+	replayed atomic.Int64  // spooled records acknowledged by Kafka
 }
 
 // NewWriter returns a Writer; Run must be running for spooled records to be
@@ -188,7 +189,7 @@ func (w *Writer) Run(ctx context.Context) error {
 				w.mu.Lock()
 				if w.spool.Len() == 0 {
 					w.down.Store(false)
-					w.log.Info("kafka answers again; spool drained")
+					w.log.Info("kafka answers again; spool drained", "spooled_total", w.spools.Load(), "replayed_total", w.replayed.Load(), "lost_total", w.lost.Load())
 				}
 				w.mu.Unlock()
 			}
@@ -239,6 +240,7 @@ func (w *Writer) replayOnce(ctx context.Context) (int, error) {
 	if err := w.spool.Ack(len(recs)); err != nil {
 		return 0, err
 	}
+	w.replayed.Add(int64(len(recs)))
 	return len(recs), nil
 }
 

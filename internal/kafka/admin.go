@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -53,7 +54,7 @@ func (t *Topics) EnsureWith(ctx context.Context, d TopicDefaults, names ...strin
 	defer t.mu.Unlock()
 	var missing []string
 	for _, n := range names {
-		if !t.known[n] {
+		if !t.known[n] && !slices.Contains(missing, n) {
 			missing = append(missing, n)
 		}
 	}

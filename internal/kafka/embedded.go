@@ -145,7 +145,8 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	opts := []kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-			return net.Listen(network, cfg.Listen)
+			var lc net.ListenConfig
+			return lc.Listen(context.Background(), network, cfg.Listen)
 		}),
 		kfake.DataDir(cfg.DataDir),
 		kfake.DefaultNumPartitions(int(cfg.Partitions)),
@@ -300,7 +301,7 @@ func checkDataDirFree(dataDir string, log *slog.Logger) error {
 		for _, addr := range info.Brokers {
 			d := net.Dialer{Timeout: time.Second}
 			if conn, err := d.DialContext(context.Background(), "tcp", addr); err == nil {
-				conn.Close()
+				_ = conn.Close() // only probed
 				return fmt.Errorf("embedded broker: data directory %s is in use by process %d (broker %s); stop it first, or use another data directory",
 					dataDir, info.PID, addr)
 			}
@@ -345,7 +346,7 @@ func writeBrokerFile(dataDir string, info brokerInfo) error {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // best effort: the write error matters
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
 	return os.Rename(tmp, path)
@@ -401,7 +402,7 @@ func processAlive(pid int) bool {
 	if err != nil {
 		return false // Windows: no such process
 	}
-	defer p.Release()
+	defer func() { _ = p.Release() }() // frees a handle; nothing to report
 	if runtime.GOOS == "windows" {
 		return true
 	}

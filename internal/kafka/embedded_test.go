@@ -1,12 +1,14 @@
 package kafka
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -167,6 +169,105 @@ func TestEmbeddedPersistsAcrossRestart(t *testing.T) {
 	}
 	if got := consumeAll(ctx, t, e2.Brokers(), topic, n+1); got[n].Offset != n {
 		t.Fatalf("first record after restart at offset %d, want %d", got[n].Offset, n)
+	}
+}
+
+// killHelperEnv names the data directory of the broker process that
+// TestEmbeddedSurvivesKill starts and SIGKILLs.
+const killHelperEnv = "EVENTLOGGING_TEST_EMBEDDED_KILL_DIR"
+
+// TestEmbeddedKillHelper is the broker process of TestEmbeddedSurvivesKill:
+// it writes 1,000 acknowledged records and a committed offset, says "ready"
+// and waits to be killed.
+func TestEmbeddedKillHelper(t *testing.T) {
+	dir := os.Getenv(killHelperEnv)
+	if dir == "" {
+		t.Skip("helper process of TestEmbeddedSurvivesKill")
+	}
+	ctx := t.Context()
+	e, err := StartEmbedded(EmbeddedConfig{DataDir: dir, Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := NewClient(Config{Brokers: e.Brokers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := NewTopics(cl, TopicDefaults{}).Ensure(ctx, "events"); err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]Message, 1000)
+	for i := range msgs {
+		msgs[i] = Message{Topic: "events", Value: fmt.Appendf(nil, `{"i":%d}`, i)}
+	}
+	if err := ProduceSync(ctx, cl, msgs); err != nil {
+		t.Fatal(err)
+	}
+	var commit kadm.Offsets
+	commit.AddOffset("events", 0, 600, -1)
+	if resp, err := kadm.NewClient(cl).CommitOffsets(ctx, "sink", commit); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	fmt.Println("ready")
+	select {} // until SIGKILL
+}
+
+// TestEmbeddedSurvivesKill: a broker process killed without warning loses
+// no acknowledged record or committed offset (the OS still has them; only a
+// machine crash can lose writes without SyncWrites), and the next start
+// recovers the data directory.
+func TestEmbeddedSurvivesKill(t *testing.T) {
+	if os.Getenv(killHelperEnv) != "" {
+		t.Skip("in the helper process")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestEmbeddedKillHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), killHelperEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = tWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := false
+	for sc := bufio.NewScanner(out); sc.Scan(); {
+		if sc.Text() == "ready" {
+			ready = true
+			break
+		}
+		t.Log("helper:", sc.Text())
+	}
+	if !ready {
+		_ = cmd.Wait()
+		t.Fatal("helper broker exited before it was ready")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // killed: the error says so
+
+	if _, err := LocalBrokers(dir); !errors.Is(err, ErrNoLocalBroker) || !strings.Contains(err.Error(), "not running") {
+		t.Fatalf("LocalBrokers after the kill: %v; want a not-running error", err)
+	}
+	start := time.Now()
+	e := startEmbedded(t, EmbeddedConfig{DataDir: dir})
+	t.Logf("recovery start after SIGKILL took %v", time.Since(start))
+	got := consumeAll(ctx, t, e.Brokers(), "events", 1000)
+	for i, r := range got {
+		if want := fmt.Sprintf(`{"i":%d}`, i); r.Offset != int64(i) || string(r.Value) != want {
+			t.Fatalf("record %d after the kill: offset %d value %s; want %s", i, r.Offset, r.Value, want)
+		}
+	}
+	fetched, err := kadm.NewClient(newTestClient(t, e.Brokers())).FetchOffsets(ctx, "sink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := fetched.Lookup("events", 0); !ok || o.At != 600 {
+		t.Fatalf("committed offset after the kill = %+v (found %v); want 600", o, ok)
 	}
 }
 

@@ -25,8 +25,8 @@ type TailConfig struct {
 	OnStart func()
 }
 
-// ErrStopTail, returned by the function given to Tail, stops it cleanly:
-// Tail then returns nil.
+// ErrStopTail stops Tail cleanly when the function given to it returns it
+// (or an error wrapping it): Tail then returns nil.
 var ErrStopTail = errors.New("stop tail")
 
 // Tail consumes topics (no consumer group: direct partition assignment) from

@@ -70,12 +70,13 @@ func readHeader(r *bufio.Reader, remaining int64) (n int64, sum uint32, err erro
 	if remaining < headerLen {
 		return 0, 0, &frameError{fmt.Sprintf("incomplete frame header (%d bytes)", remaining)}
 	}
-	var hdr [headerLen]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+	hdr, err := r.Peek(headerLen)
+	if err != nil {
 		return 0, 0, unexpectedEOF(err)
 	}
 	n = int64(binary.BigEndian.Uint32(hdr[0:4]))
 	sum = binary.BigEndian.Uint32(hdr[4:8])
+	_, _ = r.Discard(headerLen)
 	if n < topicLenSize {
 		return 0, 0, &frameError{fmt.Sprintf("frame length %d is shorter than a topic length", n)}
 	}

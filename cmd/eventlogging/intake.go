@@ -137,7 +137,8 @@ func newPipeline(ctx context.Context, c config.Config, log *slog.Logger) (*pipel
 	for _, in := range c.Process.Inputs {
 		topics = append(topics, in.Topic)
 	}
-	if err := p.prod.Topics(topicDefaults(c)).Ensure(ctx, topics...); err != nil {
+	creator := p.prod.Topics(topicDefaults(c))
+	if err := creator.Ensure(ctx, topics...); err != nil {
 		return nil, fmt.Errorf("kafka not reachable at %v: %w", c.Kafka.Brokers, err)
 	}
 	hasher, rot, store, err := sharedIPKey(ctx, c, p.kc, log)
@@ -151,7 +152,7 @@ func newPipeline(ctx context.Context, c config.Config, log *slog.Logger) (*pipel
 	if p.queue, err = spool.Open(c.Intake.SpoolDir, spool.Config{MaxBytes: c.Intake.SpoolMaxBytes, Logger: log}); err != nil {
 		return nil, err
 	}
-	p.writer = intake.NewWriter(p.prod, p.queue, intake.WriterConfig{SpoolMaxBytes: c.Intake.SpoolMaxBytes, Logger: log.With("component", "intake")})
+	p.writer = intake.NewWriter(p.prod, p.queue, intake.WriterConfig{Topics: creator, SpoolMaxBytes: c.Intake.SpoolMaxBytes, Logger: log.With("component", "intake")})
 	proxies, err := intake.ParseTrustedProxies(c.Intake.TrustedProxies)
 	if err != nil {
 		return nil, err

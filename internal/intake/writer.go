@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +25,18 @@ type Producer interface {
 	Ping(ctx context.Context) error
 }
 
+// TopicCreator creates topics that do not exist yet (kafka.Topics); the
+// broker does not auto-create the per-schema topics the synchronous path
+// writes to.
+type TopicCreator interface {
+	Ensure(ctx context.Context, names ...string) error
+}
+
 // WriterConfig tunes a Writer.
 type WriterConfig struct {
+	// Topics creates output topics before the first produce to them; nil
+	// means every topic exists.
+	Topics TopicCreator
 	// SyncTimeout bounds a synchronous produce before its records are
 	// spooled instead; default 10s.
 	SyncTimeout time.Duration
@@ -131,7 +142,10 @@ func (w *Writer) Deliver(ctx context.Context, msgs []kafka.Message) error {
 		return w.toSpool(msgs)
 	}
 	sctx, cancel := context.WithTimeout(ctx, w.cfg.SyncTimeout)
-	err := w.prod.ProduceSync(sctx, msgs)
+	err := w.ensureTopics(sctx, msgs)
+	if err == nil {
+		err = w.prod.ProduceSync(sctx, msgs)
+	}
 	cancel()
 	if err == nil {
 		return nil
@@ -145,6 +159,20 @@ func (w *Writer) Deliver(ctx context.Context, msgs []kafka.Message) error {
 	// Some records may have been written before the failure; replaying
 	// them duplicates, which the deterministic uuid makes harmless.
 	return w.toSpool(msgs)
+}
+
+// ensureTopics creates the topics of msgs that do not exist yet.
+func (w *Writer) ensureTopics(ctx context.Context, msgs []kafka.Message) error {
+	if w.cfg.Topics == nil {
+		return nil
+	}
+	var names []string
+	for _, m := range msgs {
+		if !slices.Contains(names, m.Topic) {
+			names = append(names, m.Topic)
+		}
+	}
+	return w.cfg.Topics.Ensure(ctx, names...)
 }
 
 func (w *Writer) spoolNearlyFull() bool {
@@ -232,6 +260,9 @@ func (w *Writer) replayOnce(ctx context.Context) (int, error) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, w.cfg.SyncTimeout)
 	defer cancel()
+	if err := w.ensureTopics(sctx, msgs); err != nil {
+		return 0, err
+	}
 	if err := w.prod.ProduceSync(sctx, msgs); err != nil {
 		return 0, err
 	}

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/iphash"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafkatest"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/process"
 	"github.com/eventlogging/eventlogging/internal/schema"
@@ -37,14 +40,18 @@ type testIntake struct {
 
 func newTestIntake(t testing.TB, cfg Config) *testIntake {
 	t.Helper()
-	topics := []string{capsule.TopicClientSide, capsule.TopicEventError, capsule.TopicValidMixed,
-		"eventlogging_Generic", "eventlogging_ButtonClick", "eventlogging_analytics.edit_funnel"}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Close)
-	brokers := cluster.ListenAddrs()
+	return newTestIntakeOn(t, cluster.ListenAddrs(), cfg)
+}
+
+// newTestIntakeOn runs an intake against brokers; topics are created on
+// first use, as in production.
+func newTestIntakeOn(t testing.TB, brokers []string, cfg Config) *testIntake {
+	t.Helper()
 	prod, err := kafka.NewProducer(kafka.ProducerConfig{Kafka: kafka.Config{Brokers: brokers}})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +62,14 @@ func newTestIntake(t testing.TB, cfg Config) *testIntake {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = q.Close() })
-	w := NewWriter(prod, q, WriterConfig{SpoolMaxBytes: 64 << 20})
+	topics := prod.Topics(kafka.TopicDefaults{})
+	if cfg.RawTopic == "" {
+		cfg.RawTopic = capsule.TopicClientSide
+	}
+	if err := topics.Ensure(context.Background(), cfg.RawTopic); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(prod, q, WriterConfig{Topics: topics, SpoolMaxBytes: 64 << 20})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = w.Run(ctx) })
@@ -354,4 +368,60 @@ func BenchmarkBeacon(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkBeaconHTTP drives the intake over loopback HTTP with 32
+// keep-alive clients, against kfake in process, and reports requests/s and
+// the p50/p99 latency of the 204 answers.
+func BenchmarkBeaconHTTP(b *testing.B) {
+	benchBeaconHTTP(b, newTestIntake(b, Config{}))
+}
+
+// BenchmarkBeaconHTTPRealKafka is the same against the real broker
+// (EVENTLOGGING_KAFKA_BROKERS).
+func BenchmarkBeaconHTTPRealKafka(b *testing.B) {
+	brokers := kafkatest.Brokers(b)
+	benchBeaconHTTP(b, newTestIntakeOn(b, brokers, Config{RawTopic: kafkatest.Topic(b, "bench-raw")}))
+}
+
+func benchBeaconHTTP(b *testing.B, ti *testIntake) {
+	const clients = 32
+	target := ti.http.URL + "/beacon/event?" + url.PathEscape(genericCapsule) + ";"
+	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	var next atomic.Int64
+	lat := make([][]time.Duration, clients)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, target, nil)
+				t0 := time.Now()
+				resp, err := hc.Do(req)
+				if err != nil {
+					panic(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				lat[c] = append(lat[c], time.Since(t0))
+				if resp.StatusCode != http.StatusNoContent {
+					panic(fmt.Sprintf("status %d", resp.StatusCode))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+	b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
 }

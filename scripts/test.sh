@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests need
-# (kcat from Debian, Apache Kafka from Maven Central), starts a real Kafka
+# (kcat and curl from Debian, Apache Kafka from Maven Central, Confluent's
+# Python client from PyPI), starts a real Kafka
 # broker, runs the linters and every Go test against it, stops the broker.
 #
 #   scripts/test.sh            everything
@@ -37,14 +38,26 @@ if ! golangci-lint version 2>/dev/null | grep -q 'version 2.15.0'; then
 	go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 fi
 
-# 3. Real Kafka broker for the integration tests.
+# 3. Python clients for the interop tests (Confluent's), in a cached virtualenv.
+venv=${XDG_CACHE_HOME:-$HOME/.cache}/eventlogging/venv
+reqs=scripts/python-requirements.txt
+if ! cmp -s "$reqs" "$venv/requirements.txt" 2>/dev/null; then
+	log "installing Python interop clients into $venv"
+	rm -rf "$venv"
+	python3 -m venv "$venv"
+	"$venv/bin/pip" install --quiet --disable-pip-version-check -r "$reqs"
+	cp "$reqs" "$venv/requirements.txt"
+fi
+export EVENTLOGGING_PYTHON="$venv/bin/python"
+
+# 4. Real Kafka broker for the integration tests.
 scripts/kafka.sh fetch
 trap 'scripts/kafka.sh stop || true' EXIT
 EVENTLOGGING_KAFKA_BROKERS=$(scripts/kafka.sh start --fresh)
 export EVENTLOGGING_KAFKA_BROKERS
 log "Kafka at $EVENTLOGGING_KAFKA_BROKERS"
 
-# 4. Build, lint, test. The last lines are go test's summary.
+# 5. Build, lint, test. The last lines are go test's summary.
 go build ./...
 go vet ./...
 golangci-lint run ./...

@@ -74,6 +74,9 @@ type Config struct {
 	// Streams configures Event Platform streams; nil rejects every
 	// Event Platform event as "stream not configured".
 	Streams *Streams
+	// Avro encodes events of streams with format "avro"; nil makes such
+	// events EventErrors ("no Avro encoder configured").
+	Avro AvroEncoder
 	// Now is the clock, for tests; default time.Now.
 	Now func() time.Time
 }

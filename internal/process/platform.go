@@ -83,7 +83,24 @@ func (p *Processor) buildPlatform(ctx context.Context, fl *lineformat.Fields, ev
 	} else if err != nil {
 		return route{}, invalid("", err.Error())
 	}
+	if stream.Format == "avro" {
+		if p.cfg.Avro == nil {
+			return route{}, processorFailure("stream %q is Avro but no schema registry is configured for Avro output", name)
+		}
+		value, err := p.cfg.Avro.Encode(ctx, stream.AvroSubject, ev)
+		if err != nil {
+			return route{}, processorFailure("stream %q: %v", name, err)
+		}
+		return route{topics: []string{stream.Topic}, value: value}, nil
+	}
 	return route{topics: []string{stream.Topic}, value: capsule.AppendValue(make([]byte, 0, len(fl.Capsule)+256), ev)}, nil
+}
+
+// AvroEncoder encodes a validated event with the latest Avro schema of a
+// subject, in the Confluent wire format (avrowire.Codec). Safe for
+// concurrent use.
+type AvroEncoder interface {
+	Encode(ctx context.Context, subject string, event map[string]any) ([]byte, error)
 }
 
 // invalid is a validation failure with one violation.

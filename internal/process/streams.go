@@ -26,6 +26,13 @@ type Stream struct {
 	// SampleRate in [0, 1] is served to clients; the intake does not drop
 	// events by it. Default 1.
 	SampleRate float64 `yaml:"sample_rate" json:"sample_rate"`
+	// Format of the records written to Topic: "json" (default) or "avro"
+	// (Confluent wire format, with the latest Avro schema registered for
+	// AvroSubject).
+	Format string `yaml:"format" json:"format,omitempty"`
+	// AvroSubject holds the stream's Avro schema; default "<topic>-value"
+	// (Confluent's topic name strategy).
+	AvroSubject string `yaml:"avro_subject" json:"avro_subject,omitempty"`
 }
 
 // Streams looks stream names up: exact names first, then regexes in order.
@@ -48,6 +55,11 @@ func NewStreams(list []Stream) (*Streams, error) {
 		}
 		if s.SampleRate < 0 || s.SampleRate > 1 {
 			return nil, fmt.Errorf("streams[%d] %q: sample_rate %v is not in [0, 1]", i, s.Name, s.SampleRate)
+		}
+		switch s.Format {
+		case "", "json", "avro":
+		default:
+			return nil, fmt.Errorf("streams[%d] %q: format %q: want json or avro", i, s.Name, s.Format)
 		}
 		if s.Topic != "" && !capsule.ValidTopicName(s.Topic) {
 			return nil, fmt.Errorf("streams[%d] %q: topic %q is not a valid topic name", i, s.Name, s.Topic)
@@ -90,6 +102,9 @@ func (st *Streams) Lookup(name string) (Stream, bool) {
 	}
 	if s.Topic == "" {
 		s.Topic = name
+	}
+	if s.AvroSubject == "" {
+		s.AvroSubject = s.Topic + "-value"
 	}
 	s.Name = name
 	return s, true

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sync/errgroup"
 
@@ -89,6 +92,31 @@ func serveAll(ctx context.Context, c config.Config, log *slog.Logger) error {
 	g, gctx := errgroup.WithContext(ctx)
 	p.start(g, gctx, true)
 	g.Go(func() error { return intake.Serve(gctx, ln, p.server, log) })
+	if err := writeStandaloneInfo(c.Standalone.DataDir, ln.Addr()); err != nil {
+		return err
+	}
 	log.Info("standalone running", "http", ln.Addr().String(), "kafka", c.Kafka.Brokers, "data_dir", c.Standalone.DataDir)
 	return g.Wait()
+}
+
+// writeStandaloneInfo records the HTTP endpoints in the data directory for
+// other commands (tail finds the registry there).
+func writeStandaloneInfo(dataDir string, addr net.Addr) error {
+	host := addr.String()
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+		host = net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
+	}
+	info := standaloneInfo{HTTP: "http://" + host, Registry: "http://" + host + "/registry"}
+	b, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dataDir, standaloneFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("standalone: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dataDir, standaloneFile)); err != nil {
+		return fmt.Errorf("standalone: %w", err)
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eventlogging/eventlogging/internal/avrowire"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
@@ -52,6 +53,7 @@ Examples:
 
 type tailFlags struct {
 	brokers, dataDir, schema, grep string
+	registry                       string
 	fromBeginning, pretty          bool
 	count                          int
 	timeout                        time.Duration
@@ -63,6 +65,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&f.brokers, "brokers", "", "Kafka bootstrap addresses as `host:port,...` (e.g. kafka1:9092,kafka2:9092); default: the local standalone broker of --data-dir")
 	fs.StringVar(&f.brokers, "kafka-brokers", "", "alias of --brokers, as the other commands name it: `host:port,...`")
 	fs.StringVar(&f.dataDir, "data-dir", "data", "data directory `DIR` of the local standalone (\"eventlogging standalone --data-dir\"), searched for broker.json when --brokers is not set")
+	fs.StringVar(&f.registry, "registry", "", "schema registry `URL` used to decode Avro records (Confluent wire format) to JSON, e.g. http://localhost:8080/registry; default: the local standalone's, when --brokers is not set")
 	fs.BoolVar(&f.fromBeginning, "from-beginning", false, "print every record the topics still hold, then follow (default: only records produced after tail starts)")
 	fs.BoolVar(&f.pretty, "pretty", false, "indent each JSON value over several lines")
 	fs.StringVar(&f.schema, "schema", "", "print only events of schema `NAME`: top-level \"schema\" equal to NAME, or a \"$schema\" path with NAME as an element or title, e.g. --schema SearchQuery, --schema analytics/button_click")
@@ -99,6 +102,17 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		brokers = local
+		if f.registry == "" {
+			f.registry = localRegistry(f.dataDir)
+		}
+	}
+	var codec *avrowire.Codec
+	if f.registry != "" {
+		c, err := avrowire.New(f.registry, 0)
+		if err != nil {
+			return err
+		}
+		codec = c
 	}
 	if f.timeout > 0 {
 		var cancel context.CancelFunc
@@ -120,6 +134,14 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var line bytes.Buffer
 	printed := 0
 	return kafka.Tail(ctx, cfg, func(r kafka.Record) error {
+		if codec != nil && avrowire.IsWire(r.Value) {
+			js, err := codec.DecodeJSON(ctx, r.Value)
+			if err != nil {
+				log.Warn("cannot decode Avro record; printing it raw", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
+			} else {
+				r.Value = js
+			}
+		}
 		if !flt.match(r.Value) {
 			return nil
 		}
@@ -247,4 +269,27 @@ func writeValue(dst *bytes.Buffer, value []byte, pretty bool) {
 		enc.SetEscapeHTML(false)
 		_ = enc.Encode(string(value)) // a string always encodes
 	}
+}
+
+// standaloneFile, in the standalone data directory, tells other commands
+// where the standalone's HTTP endpoints are.
+const standaloneFile = "standalone.json"
+
+// standaloneInfo is the content of standaloneFile.
+type standaloneInfo struct {
+	HTTP     string `json:"http"`
+	Registry string `json:"registry"`
+}
+
+// localRegistry is the registry URL of the standalone of dataDir, or "".
+func localRegistry(dataDir string) string {
+	b, err := os.ReadFile(filepath.Join(dataDir, standaloneFile))
+	if err != nil {
+		return ""
+	}
+	var info standaloneInfo
+	if json.Unmarshal(b, &info) != nil {
+		return ""
+	}
+	return info.Registry
 }

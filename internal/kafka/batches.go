@@ -1,0 +1,178 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// BatchConfig configures a consume→write→commit loop for sinks.
+type BatchConfig struct {
+	Kafka Config
+	// Group is the sink's own consumer group; required.
+	Group string
+	// Topics to consume; with TopicRegex each is a regular expression
+	// (e.g. "^eventlogging_.+"), matched against topics as they appear.
+	Topics     []string
+	TopicRegex bool
+	// MaxBatch bounds one batch; default 1,000 records.
+	MaxBatch int
+	// BatchTime bounds how long a record waits in a batch that is not full:
+	// a quiet topic's tail is written within it; default 5s.
+	BatchTime time.Duration
+	// SessionTimeout of the group member; default 10s.
+	SessionTimeout time.Duration
+	// StartOffsets, if set, is asked on each assignment for the offsets to
+	// resume from (a sink that records its own offsets, such as a file
+	// sink, overrides the group's committed ones). Partitions it leaves out
+	// resume from the committed offset.
+	StartOffsets func(ctx context.Context, assigned map[string][]int32) (map[string]map[int32]int64, error)
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// BatchHandler writes a batch durably; nil means durable, and the batch's
+// offsets are committed. An error is retried with capped exponential
+// backoff (1s to 30s) until it succeeds or the context ends: a handler
+// deals with records that can never be written itself (e.g. sends them to
+// an error topic) and returns errors only for transient failures.
+type BatchHandler func(ctx context.Context, batch []Record) error
+
+// ConsumeBatches runs one member of cfg.Group until ctx is done. Offsets are
+// committed only after the handler returned nil for the batch holding them
+// (at least once); a rebalance never happens while a batch is in hand.
+func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) error {
+	if cfg.Group == "" || len(cfg.Topics) == 0 {
+		return errors.New("kafka batches: group and topics are required")
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 1000
+	}
+	if cfg.BatchTime <= 0 {
+		cfg.BatchTime = 5 * time.Second
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.TopicRegex {
+		for _, t := range cfg.Topics {
+			if _, err := regexp.Compile(t); err != nil {
+				return fmt.Errorf("kafka batches: topic regex %q: %w", t, err)
+			}
+		}
+	}
+	log := cfg.Logger
+	opts := []kgo.Opt{
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumeTopics(cfg.Topics...),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.HeartbeatInterval(cfg.SessionTimeout / 10),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500 * time.Millisecond),
+		kgo.MetadataMaxAge(30 * time.Second), // new topics matching a regex are found within this
+	}
+	if cfg.TopicRegex {
+		opts = append(opts, kgo.ConsumeRegex())
+	}
+	if cfg.StartOffsets != nil {
+		opts = append(opts, kgo.OnPartitionsAssigned(func(actx context.Context, c *kgo.Client, assigned map[string][]int32) {
+			offs, err := cfg.StartOffsets(actx, assigned)
+			if err != nil {
+				log.Error("sink start offsets; resuming from the committed ones", "err", err)
+				return
+			}
+			set := map[string]map[int32]kgo.EpochOffset{}
+			for t, ps := range offs {
+				set[t] = map[int32]kgo.EpochOffset{}
+				for p, o := range ps {
+					set[t][p] = kgo.EpochOffset{Epoch: -1, Offset: o}
+				}
+			}
+			c.SetOffsets(set)
+		}))
+	}
+	cl, err := NewClient(cfg.Kafka, opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	work := context.WithoutCancel(ctx)
+	var batch []Record
+	var due time.Time
+	for {
+		pollCtx, cancel := ctx, context.CancelFunc(func() {})
+		if len(batch) > 0 {
+			pollCtx, cancel = context.WithDeadline(ctx, due)
+		}
+		fetches := cl.PollRecords(pollCtx, cfg.MaxBatch-len(batch))
+		cancel()
+		if fetches.IsClientClosed() {
+			return nil
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				log.Warn("fetch error", "topic", t, "partition", p, "err", err)
+			}
+		})
+		fetches.EachRecord(func(r *kgo.Record) {
+			if len(batch) == 0 {
+				due = time.Now().Add(cfg.BatchTime)
+			}
+			batch = append(batch, Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+		})
+		stopping := ctx.Err() != nil
+		if len(batch) > 0 && (len(batch) >= cfg.MaxBatch || !time.Now().Before(due) || stopping) {
+			if err := writeWithRetry(work, ctx, handle, batch, log); err != nil {
+				return err
+			}
+			// The batch is durable in the sink: only now commit its offsets.
+			if err := cl.CommitUncommittedOffsets(work); err != nil {
+				return fmt.Errorf("commit offsets: %w", err)
+			}
+			batch = batch[:0]
+		}
+		if len(batch) == 0 {
+			cl.AllowRebalance()
+		}
+		if stopping {
+			return nil
+		}
+	}
+}
+
+// writeWithRetry calls handle until it succeeds. While the run context is
+// alive it retries forever with capped backoff; once it ends (shutdown) it
+// tries for at most 30 more seconds, then gives up without committing.
+func writeWithRetry(work, run context.Context, handle BatchHandler, batch []Record, log *slog.Logger) error {
+	backoff := time.Second
+	var giveUp <-chan time.Time
+	for {
+		err := handle(work, batch)
+		if err == nil {
+			return nil
+		}
+		if run.Err() != nil && giveUp == nil {
+			giveUp = time.After(30 * time.Second)
+		}
+		log.Warn("sink write failed; retrying", "records", len(batch), "backoff", backoff, "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-giveUp:
+			t.Stop()
+			return fmt.Errorf("sink write failed at shutdown (the batch will be consumed again): %w", err)
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests need
-# (kcat and curl from Debian, Apache Kafka from Maven Central, Confluent's
-# Python client from PyPI), starts a real Kafka
-# broker, runs the linters and every Go test against it, stops the broker.
+# (kcat, curl, MariaDB and PostgreSQL from Debian, Apache Kafka from Maven
+# Central, Confluent's Python client from PyPI), starts a real Kafka broker and
+# real MariaDB and PostgreSQL servers, runs the linters and every Go test
+# against them, stops them.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh -run Foo   extra arguments go to `go test`
@@ -19,6 +20,8 @@ command -v kcat >/dev/null || need+=(kcat)
 command -v curl >/dev/null || need+=(curl)
 command -v java >/dev/null || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || need+=(maven)
+command -v mariadbd >/dev/null || need+=(mariadb-server mariadb-client)
+[ -x /usr/lib/postgresql/15/bin/initdb ] || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		log "missing ${need[*]}: run as root or install them with apt-get"
@@ -26,8 +29,18 @@ if [ ${#need[@]} -gt 0 ]; then
 	fi
 	log "installing ${need[*]} from Debian"
 	export DEBIAN_FRONTEND=noninteractive
+	# Keep the packages' scripts from starting the system's default MariaDB and
+	# PostgreSQL (scripts/db.sh runs its own): policy-rc.d denies, 101.
+	policy=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		policy=/usr/sbin/policy-rc.d
+		printf '#!/bin/sh\nexit 101\n' >"$policy"
+		chmod +x "$policy"
+		trap 'rm -f "$policy"' EXIT
+	fi
 	apt-get update -qq
 	apt-get install -y -qq "${need[@]}" >/dev/null
+	[ -z "$policy" ] || rm -f "$policy"
 fi
 
 # 2. Go tools (pinned), installed into the Go bin dir.
@@ -50,12 +63,15 @@ if ! cmp -s "$reqs" "$venv/requirements.txt" 2>/dev/null; then
 fi
 export EVENTLOGGING_PYTHON="$venv/bin/python"
 
-# 4. Real Kafka broker for the integration tests.
+# 4. Real Kafka broker, MariaDB and PostgreSQL for the integration tests.
 scripts/kafka.sh fetch
-trap 'scripts/kafka.sh stop || true' EXIT
+trap 'scripts/db.sh stop || true; scripts/kafka.sh stop || true' EXIT
 EVENTLOGGING_KAFKA_BROKERS=$(scripts/kafka.sh start --fresh)
 export EVENTLOGGING_KAFKA_BROKERS
 log "Kafka at $EVENTLOGGING_KAFKA_BROKERS"
+dsns=$(scripts/db.sh start) # not inside eval, so that a failure stops the run
+eval "$dsns"
+export EVENTLOGGING_MYSQL_DSN EVENTLOGGING_POSTGRES_DSN
 
 # 5. Build, lint, test. The last lines are go test's summary.
 go build ./...

@@ -22,6 +22,8 @@ Usage:
 Commands:
   standalone     the whole pipeline in one process on an embedded broker
   intake         the HTTP intake: beacons and POST /v1/events into Kafka
+  registry       the schema registry (Confluent-compatible REST API, state in Kafka)
+  schema         lint, check, push, get and diff schemas (a repository on disk, a registry)
   process        validate raw events from Kafka and route them to per-schema
                  and error topics; with --from, process a file or stdin offline
   tail           print the records of topics as JSON lines, from the end or
@@ -61,6 +63,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runProcess(ctx, rest, stdin, stdout, stderr, logger)
 	case "intake":
 		err = runIntake(ctx, rest, stderr, logger)
+	case "schema":
+		err = runSchema(ctx, rest, stdout, stderr)
+	case "registry":
+		err = runRegistry(ctx, rest, stderr, logger)
 	case "standalone":
 		err = runStandalone(ctx, rest, stderr, logger)
 	case "tail":
@@ -78,6 +84,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, errFindings):
+		fmt.Fprintln(stderr, "eventlogging:", err)
+		return 1
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(stderr, "eventlogging:", err)
 		return 2

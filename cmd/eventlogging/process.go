@@ -14,11 +14,13 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/eventlogging/eventlogging/internal/avrowire"
 	"github.com/eventlogging/eventlogging/internal/config"
 	"github.com/eventlogging/eventlogging/internal/iphash"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/process"
+	"github.com/eventlogging/eventlogging/internal/registry"
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
@@ -160,14 +162,28 @@ func newProcessor(c config.Config, hasher process.IPHasher) (*process.Processor,
 	if p.MixedExclude != "" {
 		exclude = regexp.MustCompile(p.MixedExclude) // validated by config.Validate
 	}
-	if st, err := os.Stat(p.SchemasDir); err != nil || !st.IsDir() {
+	if st, err := os.Stat(p.SchemasDir); c.Registry.URL == "" && (err != nil || !st.IsDir()) {
 		return nil, fmt.Errorf("schema folder %q: not a readable directory (set --schemas or process.schemas_dir)", p.SchemasDir)
 	}
 	streams, err := loadStreams(p.StreamsFile)
 	if err != nil {
 		return nil, err
 	}
-	res := schema.NewResolver(schema.NewDirSource(p.SchemasDir), schema.ResolverConfig{NegativeTTL: p.NegativeCacheTTL})
+	var src schema.Source = schema.NewDirSource(p.SchemasDir)
+	var avro process.AvroEncoder
+	if u := c.Registry.URL; u != "" {
+		cl, err := registry.NewClient(u, nil)
+		if err != nil {
+			return nil, err
+		}
+		src = cl
+		codec, err := avrowire.New(u, 0)
+		if err != nil {
+			return nil, err
+		}
+		avro = codec
+	}
+	res := schema.NewResolver(src, schema.ResolverConfig{NegativeTTL: p.NegativeCacheTTL})
 	return process.New(res, hasher, process.Config{
 		IPPolicy:                 policy,
 		TrustClientCapsuleFields: p.TrustClientCapsuleFields,
@@ -177,6 +193,7 @@ func newProcessor(c config.Config, hasher process.IPHasher) (*process.Processor,
 		ErrorTopic:               p.ErrorTopic,
 		ProcessorID:              p.ProcessorID,
 		Streams:                  streams,
+		Avro:                     avro,
 	})
 }
 

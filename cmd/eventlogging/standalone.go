@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -78,24 +79,51 @@ func runStandalone(ctx context.Context, args []string, stderr io.Writer, log *sl
 	return serveAll(ctx, c, log)
 }
 
-// serveAll runs intake and processor against c.Kafka until ctx is done.
+// serveAll runs registry, intake and processor against c.Kafka on one HTTP
+// listener until ctx is done: the registry under /registry/, the intake at
+// the root.
 func serveAll(ctx context.Context, c config.Config, log *slog.Logger) error {
-	p, err := newPipeline(ctx, c, log)
-	if err != nil {
-		return err
-	}
-	defer p.close()
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", c.Intake.Listen)
 	if err != nil {
 		return fmt.Errorf("standalone: %w", err)
 	}
+	base := "http://" + hostAddr(ln.Addr())
+	c.Registry.URL = base + "/registry"
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
-	p.start(g, gctx, true)
-	g.Go(func() error { return intake.Serve(gctx, ln, p.server, log) })
-	if err := writeStandaloneInfo(c.Standalone.DataDir, ln.Addr()); err != nil {
+	// fail stops what already runs before returning a start-up error.
+	fail := func(err error) error {
+		cancel()
+		_ = g.Wait()
 		return err
 	}
-	log.Info("standalone running", "http", ln.Addr().String(), "kafka", c.Kafka.Brokers, "data_dir", c.Standalone.DataDir)
+	reg, err := startRegistry(gctx, g, c, kafkaConfig(c, log), c.Registry.URL, log)
+	if err != nil {
+		return fail(err)
+	}
+	late := &lateHandler{}
+	mux := http.NewServeMux()
+	mux.Handle("/registry/", http.StripPrefix("/registry", reg.Handler()))
+	mux.Handle("/", late)
+	g.Go(func() error { return intake.Serve(gctx, ln, mux, log) })
+
+	// The processor resolves through the registry: register the schema
+	// folder before the first event is processed.
+	if err := importSchemas(gctx, reg, c.Process.SchemasDir, log); err != nil {
+		return fail(err)
+	}
+	p, err := newPipeline(gctx, c, log)
+	if err != nil {
+		return fail(err)
+	}
+	defer p.close()
+	late.set(p.server)
+	p.start(g, gctx, true)
+	if err := writeStandaloneInfo(c.Standalone.DataDir, ln.Addr()); err != nil {
+		return fail(err)
+	}
+	log.Info("standalone running", "http", base, "registry", c.Registry.URL, "kafka", c.Kafka.Brokers, "data_dir", c.Standalone.DataDir)
 	return g.Wait()
 }
 

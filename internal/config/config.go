@@ -31,6 +31,28 @@ type Config struct {
 	Process    Process    `yaml:"process"`
 	Intake     Intake     `yaml:"intake"`
 	Standalone Standalone `yaml:"standalone"`
+	Registry   Registry   `yaml:"registry"`
+}
+
+// Registry configures the schema registry and how other roles reach it.
+type Registry struct {
+	// URL is where processors and intakes resolve schemas, e.g.
+	// http://registry:8081; empty: they read process.schemas_dir directly.
+	URL string `yaml:"url"`
+	// Listen is the HTTP address of `eventlogging registry`.
+	Listen string `yaml:"listen"`
+	// SelfURL is how other registry instances reach this one (writes are
+	// forwarded to the leader); default http://<listen address>.
+	SelfURL string `yaml:"self_url"`
+	// Topic is the compacted topic holding the registry's state.
+	Topic string `yaml:"topic"`
+	// Token, when set, is required as a bearer token on every write. Env
+	// EVENTLOGGING_REGISTRY_TOKEN.
+	Token string `yaml:"token"`
+	// DefaultCompatibility until PUT /config sets one.
+	DefaultCompatibility string `yaml:"default_compatibility"`
+	// ImportDir is a schema folder registered at start (idempotent).
+	ImportDir string `yaml:"import_dir"`
 }
 
 // Intake configures `eventlogging intake` (and the intake inside standalone).
@@ -131,6 +153,11 @@ func Default() Config {
 			SpoolMaxBytes:   1 << 30,
 			BufferRecords:   100_000,
 			DeliveryTimeout: 15 * time.Second,
+		},
+		Registry: Registry{
+			Listen:               ":8081",
+			Topic:                "_eventlogging_schemas",
+			DefaultCompatibility: "BACKWARD",
 		},
 		Standalone: Standalone{
 			DataDir:     "data",
@@ -296,6 +323,21 @@ func (c *Config) validateIntake() error {
 	}
 	if in.DeliveryTimeout < time.Second {
 		return fmt.Errorf("config: intake.delivery_timeout: %s, want at least 1s", in.DeliveryTimeout)
+	}
+	r := &c.Registry
+	if r.URL != "" && !strings.HasPrefix(r.URL, "http://") && !strings.HasPrefix(r.URL, "https://") {
+		return fmt.Errorf("config: registry.url: %q is not an http(s) URL", r.URL)
+	}
+	if _, _, err := net.SplitHostPort(r.Listen); err != nil {
+		return fmt.Errorf("config: registry.listen: %q: %w", r.Listen, err)
+	}
+	if !capsule.ValidTopicName(r.Topic) {
+		return fmt.Errorf("config: registry.topic: %q is not a valid topic name", r.Topic)
+	}
+	switch strings.ToUpper(r.DefaultCompatibility) {
+	case "NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE":
+	default:
+		return fmt.Errorf("config: registry.default_compatibility: %q, want NONE, BACKWARD, FORWARD, FULL or a _TRANSITIVE form", r.DefaultCompatibility)
 	}
 	st := &c.Standalone
 	if st.DataDir == "" {

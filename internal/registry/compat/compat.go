@@ -149,6 +149,9 @@ func Check(schemaType string, level Level, candidate string, existing []string) 
 	}
 	var out []Violation
 	for i := first; i < len(existing); i++ {
+		if existing[i] == candidate {
+			continue // the same text: compatible at every level
+		}
 		old, err := f.parse(existing[i])
 		if err != nil {
 			return nil, fmt.Errorf("compat: existing schema %d of %d: %w", i+1, len(existing), err)

@@ -1,0 +1,258 @@
+package registry
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/schema"
+)
+
+// ImportStats counts what [Registry.ImportDir] did.
+type ImportStats struct {
+	// Registered counts the schema versions registered.
+	Registered int
+	// Unchanged counts the schemas that were registered already.
+	Unchanged int
+}
+
+// ImportDir registers the schemas of a schema folder, as IMPORT mode
+// would (explicit ids, no compatibility check), in any mode but READONLY:
+//
+//   - every legacy schema <dir>/<Name>/<revision>.json|yaml|yml (those
+//     [schema.DirSource.List] lists) as subject Name with global id
+//     revision, versions in revision order;
+//   - every Event Platform schema <dir>/jsonschema/<title>/<version>.json|
+//     yaml|yml as subject title with metadata {"properties": {"version":
+//     version}} and an allocated id, versions in version order.
+//
+// YAML documents are registered as JSON text. It is idempotent: schemas
+// already registered (even if soft-deleted since) are counted as
+// Unchanged. An id used by another schema, or a version registered with
+// other content, is an error naming the file.
+//
+// Only the leader writes: ImportDir first waits, until ctx is done, for
+// the log's initial replay and for this instance to lead (so every
+// instance may call it; the one elected imports). Run must be running. If
+// ctx ends first, or leadership moves during the import, the error wraps
+// kafka.ErrNotLeader; calling again resumes where it stopped.
+func (r *Registry) ImportDir(ctx context.Context, dir string) (ImportStats, error) {
+	var stats ImportStats
+	if err := r.cfg.Log.WaitReady(ctx); err != nil {
+		return stats, fmt.Errorf("registry: import %s: waiting for the schema log replay: %w", dir, err)
+	}
+	r.ready.Store(true)
+	if err := r.waitLeader(ctx); err != nil {
+		return stats, fmt.Errorf("registry: import %s: %w", dir, err)
+	}
+	src := schema.NewDirSource(dir)
+	ids, err := src.List()
+	if err != nil {
+		return stats, fmt.Errorf("registry: import: %w", err)
+	}
+	for _, id := range ids {
+		file := legacyFile(dir, id)
+		raw, err := src.Fetch(ctx, id)
+		if err != nil {
+			return stats, fmt.Errorf("registry: import %s: %w", file, err)
+		}
+		text, err := jsonText(raw)
+		if err != nil {
+			return stats, fmt.Errorf("registry: import %s: %w", file, err)
+		}
+		req := &schemaRequest{Schema: &text, SchemaType: typeJSON, ID: id.Revision}
+		if err := r.importOne(ctx, &stats, file, id.Name, req); err != nil {
+			return stats, err
+		}
+	}
+	files, err := eventPlatformFiles(filepath.Join(dir, schema.URIDir))
+	if err != nil {
+		return stats, fmt.Errorf("registry: import: %w", err)
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f.path)
+		if err != nil {
+			return stats, fmt.Errorf("registry: import: %w", err)
+		}
+		text, err := jsonText(raw)
+		if err != nil {
+			return stats, fmt.Errorf("registry: import %s: %w", f.path, err)
+		}
+		if err := r.checkEventPlatformVersion(f, text); err != nil {
+			return stats, err
+		}
+		req := &schemaRequest{Schema: &text, SchemaType: typeJSON, Metadata: &metadata{Properties: map[string]string{"version": f.version}}}
+		if err := r.importOne(ctx, &stats, f.path, f.title, req); err != nil {
+			return stats, err
+		}
+	}
+	r.log.Info("schema folder imported", "dir", dir, "registered", stats.Registered, "unchanged", stats.Unchanged)
+	return stats, nil
+}
+
+// leaderPoll is how often waitLeader asks the log who leads.
+const leaderPoll = 200 * time.Millisecond
+
+// waitLeader returns once this instance leads, or an error wrapping
+// kafka.ErrNotLeader and ctx's error.
+func (r *Registry) waitLeader(ctx context.Context) error {
+	tick := time.NewTicker(leaderPoll)
+	defer tick.Stop()
+	for {
+		if self, _ := r.cfg.Log.Leader(); self {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", kafka.ErrNotLeader, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func (r *Registry) importOne(ctx context.Context, stats *ImportStats, file, subject string, req *schemaRequest) error {
+	_, created, err := r.register(ctx, subject, req, registerOpts{importing: true})
+	if err != nil {
+		return fmt.Errorf("registry: import %s as subject %s: %w", file, subject, err)
+	}
+	if created {
+		stats.Registered++
+	} else {
+		stats.Unchanged++
+	}
+	return nil
+}
+
+// checkEventPlatformVersion refuses a file whose version is registered
+// with other content.
+func (r *Registry) checkEventPlatformVersion(f eventPlatformFile, text string) error {
+	canon, err := canonical(typeJSON, text)
+	if err != nil {
+		return fmt.Errorf("registry: import %s: %w", f.path, errInvalidSchema("%v", err))
+	}
+	_, keyNoMeta := contentKeys(typeJSON, canon, nil, nil, nil)
+	r.st.mu.RLock()
+	defer r.st.mu.RUnlock()
+	subj := r.st.subjects[f.title]
+	if subj == nil {
+		return nil
+	}
+	for _, n := range subj.order {
+		v := subj.versions[n]
+		e := r.st.ids[v.id]
+		if e.meta != nil && e.meta.Properties["version"] == f.version && e.keyNoMeta != keyNoMeta {
+			return fmt.Errorf("registry: import %s: subject %s has version %s (version %d, id %d) with other content",
+				f.path, f.title, f.version, v.num, v.id)
+		}
+	}
+	return nil
+}
+
+// legacyFile names the file of a legacy schema, for messages.
+func legacyFile(dir string, id schema.ID) string {
+	base := filepath.Join(dir, id.Name, strconv.FormatInt(id.Revision, 10))
+	for _, ext := range []string{".json", ".yaml", ".yml"} {
+		if _, err := os.Stat(base + ext); err == nil {
+			return base + ext
+		}
+	}
+	return base
+}
+
+// jsonText returns a schema document as JSON text: JSON files as written,
+// YAML converted (keys sorted).
+func jsonText(raw []byte) (string, error) {
+	trimmed := bytes.TrimSpace(bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")))
+	doc, err := schema.ParseDocument(trimmed)
+	if err != nil {
+		return "", err
+	}
+	if json.Valid(trimmed) {
+		return string(trimmed), nil
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return "", fmt.Errorf("%w: %w", schema.ErrInvalidSchema, err)
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// eventPlatformFile is one <title>/<version>.<ext> under jsonschema/.
+type eventPlatformFile struct {
+	path, title, version string
+}
+
+// eventPlatformFiles lists the schema files under root by title, then
+// version order. A missing root lists nothing; files whose path is no
+// $schema path (schema.Path) are skipped.
+func eventPlatformFiles(root string) ([]eventPlatformFile, error) {
+	var out []eventPlatformFile
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipDir
+			}
+			return err
+		}
+		ext := filepath.Ext(p)
+		if d.IsDir() || ext != ".json" && ext != ".yaml" && ext != ".yml" {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		uri, err := schema.Path("/" + filepath.ToSlash(rel))
+		if err != nil {
+			return nil //nolint:nilerr // not a schema file: skipped, as DirSource.List skips
+		}
+		i := strings.LastIndexByte(uri, '/')
+		if i <= 0 {
+			return nil
+		}
+		out = append(out, eventPlatformFile{path: p, title: uri[1:i], version: uri[i+1:]})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b eventPlatformFile) int {
+		return cmp.Or(strings.Compare(a.title, b.title), compareVersions(a.version, b.version), strings.Compare(a.path, b.path))
+	})
+	// One file per version: x/1.0.0.json wins over x/1.0.0.yaml.
+	return slices.CompactFunc(out, func(a, b eventPlatformFile) bool { return a.title == b.title && a.version == b.version }), nil
+}
+
+// compareVersions orders dotted versions numerically where both parts are
+// numbers (1.9.0 < 1.10.0), textually otherwise.
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		x, errx := strconv.Atoi(as[i])
+		y, erry := strconv.Atoi(bs[i])
+		if errx == nil && erry == nil {
+			if c := cmp.Compare(x, y); c != 0 {
+				return c
+			}
+			continue
+		}
+		if c := strings.Compare(as[i], bs[i]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(as), len(bs))
+}

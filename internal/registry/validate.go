@@ -1,0 +1,249 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/twmb/avro"
+
+	"github.com/eventlogging/eventlogging/internal/schema"
+)
+
+// Schema types.
+const (
+	typeJSON = "JSON"
+	typeAvro = "AVRO"
+)
+
+// schemaTypes are the supported types, as GET /schemas/types lists them.
+var schemaTypes = []string{typeJSON, typeAvro}
+
+// normalizeType returns the upper-case schema type; "" is AVRO, as in
+// Confluent's API.
+func normalizeType(t string) string {
+	if t == "" {
+		return typeAvro
+	}
+	return strings.ToUpper(t)
+}
+
+// responseType is the schemaType field of an answer: omitted for AVRO, as
+// Confluent does.
+func responseType(t string) string {
+	if t == typeAvro {
+		return ""
+	}
+	return t
+}
+
+// maxSubjectBytes is the longest subject name accepted.
+const maxSubjectBytes = 255
+
+// validSubject reports whether s can name a subject: 1 to 255 bytes of
+// UTF-8 without control characters, and no "." or ".." segment between
+// slashes (subjects double as Event Platform $schema paths).
+func validSubject(s string) bool {
+	if s == "" || len(s) > maxSubjectBytes || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	for seg := range strings.SplitSeq(s, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+func errInvalidSubject(s string) *apiError {
+	return apiErrorf(codeInvalidSubject, "Invalid subject %q: a subject is 1 to %d bytes of UTF-8 without control characters or \".\" and \"..\" segments", s, maxSubjectBytes)
+}
+
+// schemaRequest is the body of POST /subjects/{s}/versions, POST
+// /subjects/{s} and POST /compatibility/….
+type schemaRequest struct {
+	Schema     *string         `json:"schema"`
+	SchemaType string          `json:"schemaType,omitempty"`
+	References []reference     `json:"references,omitempty"`
+	Metadata   *metadata       `json:"metadata,omitempty"`
+	RuleSet    json.RawMessage `json:"ruleSet,omitempty"`
+	// ID and Version, both optional (0 or -1: absent), are honoured in
+	// IMPORT mode only.
+	ID      int64 `json:"id,omitempty"`
+	Version int64 `json:"version,omitempty"`
+}
+
+// decodeSchemaRequest decodes a request body: 400 for malformed JSON, 422
+// for a field of the wrong type, 42201 without a schema.
+func decodeSchemaRequest(body []byte) (*schemaRequest, error) {
+	var req schemaRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, bodyError(err)
+	}
+	if req.Schema == nil || strings.TrimSpace(*req.Schema) == "" {
+		return nil, apiErrorf(codeInvalidSchema, "Empty schema")
+	}
+	return &req, nil
+}
+
+// bodyError maps a JSON decoding error of a request body.
+func bodyError(err error) *apiError {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return apiErrorf(codeUnprocessable, "Unrecognized value for field %q: %v", typeErr.Field, err)
+	}
+	return apiErrorf(codeBadRequest, "Request body is not valid JSON: %v", err)
+}
+
+// candidate is a validated schema, ready to compare and register.
+type candidate struct {
+	schemaType     string
+	text           string
+	refs           []reference
+	meta           *metadata
+	ruleSet        json.RawMessage
+	key, keyNoMeta [32]byte
+}
+
+// matches reports whether e holds the candidate's schema. Without metadata
+// or rule set in the request, metadata is not compared (as Confluent's
+// lookup does).
+func (c *candidate) matches(e *entry) bool {
+	if c.meta == nil && len(c.ruleSet) == 0 {
+		return e.keyNoMeta == c.keyNoMeta
+	}
+	return e.key == c.key
+}
+
+// maxRefDepth bounds reference chains (and breaks cycles).
+const maxRefDepth = 32
+
+// prepare validates a schema request: its type, that it parses (Avro,
+// with its references) or parses and compiles as JSON Schema (after
+// draft-3 normalisation), and that its references exist.
+func (r *Registry) prepare(req *schemaRequest) (*candidate, error) {
+	c := &candidate{
+		schemaType: normalizeType(req.SchemaType),
+		text:       *req.Schema,
+		refs:       req.References,
+		meta:       normalizeMetadata(req.Metadata),
+		ruleSet:    req.RuleSet,
+	}
+	if c.schemaType != typeJSON && c.schemaType != typeAvro {
+		return nil, errInvalidSchema("schema type %q is not supported (supported: JSON, AVRO)", req.SchemaType)
+	}
+	refTexts, err := r.referencedTexts(c.refs)
+	if err != nil {
+		return nil, err
+	}
+	switch c.schemaType {
+	case typeJSON:
+		if err := validateJSONSchema(c.text); err != nil {
+			return nil, err
+		}
+	case typeAvro:
+		if err := validateAvro(c.text, refTexts); err != nil {
+			return nil, err
+		}
+	}
+	canon, err := canonical(c.schemaType, c.text)
+	if err != nil {
+		return nil, errInvalidSchema("%v", err)
+	}
+	c.key, c.keyNoMeta = contentKeys(c.schemaType, canon, c.refs, c.meta, c.ruleSet)
+	return c, nil
+}
+
+// referencedTexts returns the texts of the schemas refs name, transitively,
+// dependencies first; 42201 when one does not exist.
+func (r *Registry) referencedTexts(refs []reference) ([]string, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	r.st.mu.RLock()
+	defer r.st.mu.RUnlock()
+	var (
+		out  []string
+		seen = map[reference]bool{}
+		walk func(refs []reference, depth int) error
+	)
+	walk = func(refs []reference, depth int) error {
+		if depth > maxRefDepth {
+			return errInvalidSchema("references nest deeper than %d", maxRefDepth)
+		}
+		for _, ref := range refs {
+			key := reference{Subject: ref.Subject, Version: ref.Version}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			var v *version
+			if subj := r.st.subjects[ref.Subject]; subj != nil {
+				if ref.Version == -1 {
+					v = subj.latest(false)
+				} else if v = subj.versions[ref.Version]; v != nil && v.deleted {
+					v = nil
+				}
+			}
+			if v == nil {
+				return errInvalidSchema("reference %q: subject %q version %d not found", ref.Name, ref.Subject, ref.Version)
+			}
+			e := r.st.ids[v.id]
+			if err := walk(e.refs, depth+1); err != nil {
+				return err
+			}
+			out = append(out, e.schema)
+		}
+		return nil
+	}
+	if err := walk(refs, 0); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// validateJSONSchema checks a JSON Schema document: JSON text (not YAML),
+// an object, that compiles once normalised (draft 3 → 2020-12). The text
+// itself is what gets stored.
+func validateJSONSchema(text string) error {
+	raw := bytes.TrimSpace([]byte(text))
+	if !json.Valid(raw) {
+		return errInvalidSchema("a JSON schema must be valid JSON text")
+	}
+	doc, err := schema.ParseDocument(raw)
+	if err != nil {
+		return errInvalidSchema("%v", err)
+	}
+	if _, err := schema.Compile(schema.ID{Name: "registry", Revision: 1}, doc); err != nil {
+		return errInvalidSchema("%v", err)
+	}
+	return nil
+}
+
+// validateAvro parses an Avro schema, after the schemas it references.
+func validateAvro(text string, refTexts []string) error {
+	if len(refTexts) == 0 {
+		if _, err := avro.Parse(text); err != nil {
+			return errInvalidSchema("%v", err)
+		}
+		return nil
+	}
+	var cache avro.SchemaCache
+	for _, t := range refTexts {
+		if _, err := cache.Parse(t); err != nil {
+			return errInvalidSchema("referenced schema: %v", err)
+		}
+	}
+	if _, err := cache.Parse(text); err != nil {
+		return errInvalidSchema("%v", err)
+	}
+	return nil
+}

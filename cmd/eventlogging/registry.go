@@ -141,7 +141,7 @@ func compatCheck(schemaType, level, candidate string, existing []string) ([]stri
 	}
 	msgs := make([]string, len(viol))
 	for i, v := range viol {
-		msgs[i] = v.Path + ": " + v.Message
+		msgs[i] = v.String()
 	}
 	return msgs, nil
 }

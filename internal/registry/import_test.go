@@ -29,7 +29,7 @@ func TestImportDirAndClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const eventPlatform = 2 // analytics/edit_funnel, analytics/search_satisfaction
+	const eventPlatform = 3 // analytics/edit_funnel 1.0.0 and 1.1.0, analytics/search_satisfaction 1.0.0
 	if want := (ImportStats{Registered: len(legacy) + eventPlatform}); stats != want {
 		t.Errorf("ImportDir = %+v, want %+v", stats, want)
 	}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -84,7 +85,11 @@ func onSchemaLog(t *testing.T, seeds []string, topic string) {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("register through the follower: %d %s", rec.Code, rec.Body)
 	}
-	if _, err := cl.Fetch(t.Context(), schema.ID{Name: "fwd", Revision: 13317886}); err != nil {
+	var reg struct{ ID int64 }
+	if err := json.Unmarshal(rec.Body.Bytes(), &reg); err != nil || reg.ID == 0 {
+		t.Fatalf("register answer %s: %v", rec.Body, err)
+	}
+	if _, err := cl.Fetch(t.Context(), schema.ID{Name: "fwd", Revision: reg.ID}); err != nil {
 		t.Errorf("Fetch of the forwarded registration: %v", err)
 	}
 }

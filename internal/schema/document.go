@@ -70,27 +70,35 @@ func decodeYAML(b []byte) (any, error) {
 	if root.Kind == 0 {
 		return nil, errors.New("empty document")
 	}
-	return yamlValue(&root, 0)
+	budget := maxYAMLNodes
+	return yamlValue(&root, 0, &budget)
 }
+
+// maxYAMLNodes bounds the nodes a YAML document may expand to: aliases can
+// make a few lines expand exponentially (a "billion laughs" document).
+const maxYAMLNodes = 100_000
 
 // yamlValue converts a YAML node to the JSON value model, keeping numbers
 // as json.Number.
-func yamlValue(n *yaml.Node, depth int) (any, error) {
+func yamlValue(n *yaml.Node, depth int, budget *int) (any, error) {
 	if depth > maxYAMLDepth {
 		return nil, errors.New("yaml: nesting too deep")
+	}
+	if *budget--; *budget < 0 {
+		return nil, fmt.Errorf("yaml: the document expands to more than %d nodes (nested aliases?)", maxYAMLNodes)
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) != 1 {
 			return nil, errors.New("yaml: want exactly one document")
 		}
-		return yamlValue(n.Content[0], depth+1)
+		return yamlValue(n.Content[0], depth+1, budget)
 	case yaml.AliasNode:
-		return yamlValue(n.Alias, depth+1)
+		return yamlValue(n.Alias, depth+1, budget)
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))
 		for _, c := range n.Content {
-			v, err := yamlValue(c, depth+1)
+			v, err := yamlValue(c, depth+1, budget)
 			if err != nil {
 				return nil, err
 			}
@@ -107,7 +115,7 @@ func yamlValue(n *yaml.Node, depth int) (any, error) {
 			if k.Kind != yaml.ScalarNode {
 				return nil, fmt.Errorf("yaml: line %d: mapping key must be a scalar", k.Line)
 			}
-			val, err := yamlValue(v, depth+1)
+			val, err := yamlValue(v, depth+1, budget)
 			if err != nil {
 				return nil, err
 			}

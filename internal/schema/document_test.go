@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -76,4 +77,11 @@ func FuzzCompile(f *testing.F) {
 			t.Fatalf("Compile error %v is not ErrInvalidSchema", err)
 		}
 	})
+}
+
+func TestParseDocumentYAMLAliasBomb(t *testing.T) {
+	bomb := "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+	if _, err := ParseDocument([]byte(bomb)); err == nil || !strings.Contains(err.Error(), "expands to more than") {
+		t.Fatalf("alias bomb: %v", err)
+	}
 }

@@ -20,8 +20,8 @@ import (
 // If the library finds a problem the walk does not, it is reported as is.
 type avroFormat struct{}
 
-// avroSchema is a parsed Avro schema. The tree is built only when a
-// comparison fails and needs explaining.
+// avroSchema is a parsed Avro schema, with its tree (built on first use:
+// the candidate of a transitive check builds it once).
 type avroSchema struct {
 	s     *avro.Schema
 	root  *avro.SchemaNode
@@ -403,7 +403,8 @@ func (a *avroWalk) record(r, w *avro.SchemaNode, rNS, wNS string, l loc) {
 			wf = byName[alias]
 		}
 		if wf == nil {
-			if !rf.HasDefault && !(a.nullDefault && a.nullFirst(&rf.Type, rNS)) {
+			implicit := a.nullDefault && a.nullFirst(&rf.Type, rNS)
+			if !rf.HasDefault && !implicit {
 				missing = append(missing, rf)
 			}
 			continue

@@ -2,7 +2,6 @@ package compat
 
 import (
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -166,15 +165,15 @@ func (g avroGen) mutate(t any, path string) any {
 				for k, v := range f {
 					nf[k] = v
 				}
-				switch q := g.rng.IntN(10); {
-				case q == 0:
+				switch g.rng.IntN(10) {
+				case 0:
 					continue // dropped
-				case q == 1:
+				case 1:
 					nf["name"] = f["name"].(string) + "3"
 					if g.rng.IntN(2) == 0 {
 						nf["aliases"] = []any{f["name"]}
 					}
-				case q == 2:
+				case 2:
 					delete(nf, "default")
 				}
 				nt := g.mutate(f["type"], path+f["name"].(string))
@@ -258,5 +257,5 @@ func TestAvroWalkAgreesOnRandomSchemas(t *testing.T) {
 	if n < 4000 || incompatible == 0 || incompatible == n {
 		t.Fatalf("%d pairs, %d incompatible: the generator is broken", n, incompatible)
 	}
-	t.Log(fmt.Sprintf("%d pairs, %d incompatible", n, incompatible))
+	t.Logf("%d pairs, %d incompatible", n, incompatible)
 }

@@ -311,3 +311,23 @@ func TestViolationString(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// TestLibraryViolation: a problem only twmb/avro finds keeps its path.
+func TestLibraryViolation(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want Violation
+	}{
+		{&avro.CompatibilityError{Path: "address.zip", ReaderType: "int", WriterType: "string", Detail: "incompatible types"},
+			Violation{Path: "/fields/address/fields/zip", Message: "incompatible types (reader int, writer string): readers of the new schema cannot read old data"}},
+		{&avro.CompatibilityError{Path: "tags.items", ReaderType: "int", WriterType: "string", Detail: "d"},
+			Violation{Path: "/fields/tags/items", Message: "d (reader int, writer string): readers of the new schema cannot read old data"}},
+		{&avro.CompatibilityError{Path: "(root)", ReaderType: "record", WriterType: "record", Detail: "d"},
+			Violation{Path: "", Message: "d (reader record, writer record): readers of the new schema cannot read old data"}},
+		{errors.New("boom"), Violation{Message: "boom: readers of the new schema cannot read old data"}},
+	} {
+		if got := libraryViolation(tc.err, dirBackward); got != tc.want {
+			t.Errorf("libraryViolation(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}

@@ -70,6 +70,19 @@ func TestQuickstart(t *testing.T) {
 		t.Fatalf("tail EventError printed %q", ee)
 	}
 
+	// The schema CLI against the standalone's registry: the folder is
+	// already registered (push is idempotent), get and diff read it back.
+	reg := base + "/registry"
+	if out := runCLI(t, "schema", "push", "../../examples/schemas", "--registry", reg); !strings.Contains(out, "0 registered") {
+		t.Errorf("schema push of an imported folder: %q", out)
+	}
+	if out := runCLI(t, "schema", "get", "Generic", "--registry", reg); !strings.Contains(out, `"articleTitle"`) {
+		t.Errorf("schema get Generic: %q", out)
+	}
+	if out := runCLI(t, "schema", "diff", "analytics/edit_funnel", "1", "2", "--registry", reg); !strings.Contains(out, `+    "edit_duration_ms": {`) {
+		t.Errorf("schema diff: %q", out)
+	}
+
 	// Restart: data and consumer offsets survive.
 	sa.stop(t)
 	startService(t, "standalone (restarted)", nil, args...)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/eventlogging/eventlogging/internal/registry"
 	"github.com/eventlogging/eventlogging/internal/registry/compat"
-	"github.com/eventlogging/eventlogging/internal/schema"
 	"github.com/eventlogging/eventlogging/internal/schemarepo"
 )
 
@@ -166,17 +166,14 @@ func schemaLint(dir string, stdout io.Writer) error {
 	return nil
 }
 
-// jsonText is a schema file's JSON text (YAML converted).
+// jsonText is a schema file's JSON text as the registry registers it (JSON
+// as written, YAML converted), so pushes match imports.
 func jsonText(v schemarepo.Version) (string, error) {
-	doc, err := schema.ParseDocument(v.Raw)
+	text, err := registry.SchemaText(v.Raw)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", v.Path, err)
 	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", v.Path, err)
-	}
-	return string(b), nil
+	return text, nil
 }
 
 func schemaCompat(dir string, lvl compat.Level, stdout io.Writer) error {

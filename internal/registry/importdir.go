@@ -170,6 +170,12 @@ func legacyFile(dir string, id schema.ID) string {
 	return base
 }
 
+// SchemaText returns a schema file's content as the JSON text the registry
+// registers: JSON files as written, YAML converted (keys sorted). Clients
+// pushing a schema folder use it so that their registrations match an
+// import of the same folder.
+func SchemaText(raw []byte) (string, error) { return jsonText(raw) }
+
 // jsonText returns a schema document as JSON text: JSON files as written,
 // YAML converted (keys sorted).
 func jsonText(raw []byte) (string, error) {

@@ -20,6 +20,9 @@ type BatchConfig struct {
 	// (e.g. "^eventlogging_.+"), matched against topics as they appear.
 	Topics     []string
 	TopicRegex bool
+	// Exclude lists regular expressions of topics not to consume even when
+	// they match Topics (TopicRegex only).
+	Exclude []string
 	// MaxBatch bounds one batch; default 1,000 records.
 	MaxBatch int
 	// BatchTime bounds how long a record waits in a batch that is not full:
@@ -35,6 +38,11 @@ type BatchConfig struct {
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
+
+// ErrFatalBatch, wrapped by a handler's error, stops ConsumeBatches at once
+// (without committing the batch) instead of retrying: the sink cannot go on
+// in this process, and a restart resumes it.
+var ErrFatalBatch = errors.New("sink cannot continue")
 
 // BatchHandler writes a batch durably; nil means durable, and the batch's
 // offsets are committed. An error is retried with capped exponential
@@ -83,6 +91,9 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 	}
 	if cfg.TopicRegex {
 		opts = append(opts, kgo.ConsumeRegex())
+		if len(cfg.Exclude) > 0 {
+			opts = append(opts, kgo.ConsumeExcludeTopics(cfg.Exclude...))
+		}
 	}
 	if cfg.StartOffsets != nil {
 		opts = append(opts, kgo.OnPartitionsAssigned(func(actx context.Context, c *kgo.Client, assigned map[string][]int32) {
@@ -161,6 +172,9 @@ func writeWithRetry(work, run context.Context, handle BatchHandler, batch []Reco
 		err := handle(work, batch)
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, ErrFatalBatch) {
+			return err
 		}
 		if run.Err() != nil && giveUp == nil {
 			giveUp = time.After(30 * time.Second)

@@ -22,6 +22,7 @@ Usage:
 Commands:
   standalone     the whole pipeline in one process on an embedded broker
   intake         the HTTP intake: beacons and POST /v1/events into Kafka
+  sink           load the valid topics into SQL (SQLite, MariaDB, PostgreSQL) and files
   registry       the schema registry (Confluent-compatible REST API, state in Kafka)
   schema         lint, check, push, get and diff schemas (a repository on disk, a registry)
   process        validate raw events from Kafka and route them to per-schema
@@ -67,6 +68,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runSchema(ctx, rest, stdout, stderr)
 	case "registry":
 		err = runRegistry(ctx, rest, stderr, logger)
+	case "sink":
+		err = runSink(ctx, rest, stderr, logger)
 	case "standalone":
 		err = runStandalone(ctx, rest, stderr, logger)
 	case "tail":

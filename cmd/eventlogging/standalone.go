@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -27,6 +28,8 @@ directory, the HTTP intake, and a processor.
 
   DIR/kafka     the embedded broker's topics and consumer offsets
   DIR/spool     the intake's spool
+  DIR/events.db the SQL sink (SQLite): one table per schema revision
+  DIR/files     the file sink: Parquet, DIR/files/<topic>/year=/month=/day=/hour=/
 
 Every topic keeps its records for standalone.retention (default 7 days). Data
 survives restarts. Other commands find the broker through DIR/kafka/broker.json,
@@ -56,6 +59,15 @@ func runStandalone(ctx context.Context, args []string, stderr io.Writer, log *sl
 		c.Standalone.KafkaListen = *kafkaListen
 	}
 	c.Intake.SpoolDir = filepath.Join(c.Standalone.DataDir, "spool")
+	// Both sinks on by default: SQLite and Parquet in the data directory.
+	if c.Sink.SQL == "" {
+		c.Sink.SQL = "sqlite:" + filepath.Join(c.Standalone.DataDir, "events.db")
+	}
+	if c.Sink.Files == "" {
+		c.Sink.Files = filepath.Join(c.Standalone.DataDir, "files")
+		// Small local volumes: publish files every minute, not every 10.
+		c.Sink.FileMaxAge = min(c.Sink.FileMaxAge, time.Minute)
+	}
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -120,6 +132,15 @@ func serveAll(ctx context.Context, c config.Config, log *slog.Logger) error {
 	defer p.close()
 	late.set(p.server)
 	p.start(g, gctx, true)
+	closeSinks, err := startSinks(gctx, g, c, kafkaConfig(c, log), log)
+	if err != nil {
+		return fail(err)
+	}
+	defer func() {
+		if err := closeSinks(); err != nil {
+			log.Error("closing the sinks", "err", err)
+		}
+	}()
 	if err := writeStandaloneInfo(c.Standalone.DataDir, ln.Addr()); err != nil {
 		return fail(err)
 	}

@@ -32,6 +32,35 @@ type Config struct {
 	Intake     Intake     `yaml:"intake"`
 	Standalone Standalone `yaml:"standalone"`
 	Registry   Registry   `yaml:"registry"`
+	Sink       Sink       `yaml:"sink"`
+}
+
+// Sink configures `eventlogging sink` (and the sinks inside standalone).
+type Sink struct {
+	// SQL is the database: "sqlite:PATH", "mysql:USER:PASS@tcp(HOST:PORT)/DB"
+	// (go-sql-driver DSN) or "postgres://USER:PASS@HOST:PORT/DB"; empty: no
+	// SQL sink.
+	SQL string `yaml:"sql"`
+	// TablePerSchema: one table per schema (columns added by compatible
+	// revisions) instead of one per revision.
+	TablePerSchema bool `yaml:"table_per_schema"`
+	// Files is the root of the hour-partitioned files; empty: no file sink.
+	Files string `yaml:"files"`
+	// Format of the files: parquet or jsonl.gz.
+	Format string `yaml:"format"`
+	// Topics is a regular expression of the topics to store.
+	Topics string `yaml:"topics"`
+	// Group prefixes the sinks' consumer groups: <group>-sql, <group>-files.
+	Group string `yaml:"group"`
+	// ErrorTopic receives records a sink can never write.
+	ErrorTopic string `yaml:"error_topic"`
+	// BatchSize and BatchTime bound a batch.
+	BatchSize int           `yaml:"batch_size"`
+	BatchTime time.Duration `yaml:"batch_time"`
+	// FileMaxAge publishes open files after this long; Lateness closes
+	// hours (writes _SUCCESS) this long after they end.
+	FileMaxAge time.Duration `yaml:"file_max_age"`
+	Lateness   time.Duration `yaml:"lateness"`
 }
 
 // Registry configures the schema registry and how other roles reach it.
@@ -158,6 +187,16 @@ func Default() Config {
 			Listen:               ":8081",
 			Topic:                "_eventlogging_schemas",
 			DefaultCompatibility: "BACKWARD",
+		},
+		Sink: Sink{
+			Format:     "parquet",
+			Topics:     "^eventlogging_.+",
+			Group:      "eventlogging-sink",
+			ErrorTopic: "eventlogging_SinkError",
+			BatchSize:  1000,
+			BatchTime:  5 * time.Second,
+			FileMaxAge: 10 * time.Minute,
+			Lateness:   time.Hour,
 		},
 		Standalone: Standalone{
 			DataDir:     "data",
@@ -339,6 +378,22 @@ func (c *Config) validateIntake() error {
 	default:
 		return fmt.Errorf("config: registry.default_compatibility: %q, want NONE, BACKWARD, FORWARD, FULL or a _TRANSITIVE form", r.DefaultCompatibility)
 	}
+	sk := &c.Sink
+	if sk.SQL != "" && !strings.HasPrefix(sk.SQL, "sqlite:") && !strings.HasPrefix(sk.SQL, "mysql:") && !strings.HasPrefix(sk.SQL, "postgres://") && !strings.HasPrefix(sk.SQL, "postgresql://") {
+		return fmt.Errorf("config: sink.sql: %q: want sqlite:PATH, mysql:DSN or postgres://…", redactDSN(sk.SQL))
+	}
+	if sk.Format != "parquet" && sk.Format != "jsonl.gz" {
+		return fmt.Errorf("config: sink.format: %q, want parquet or jsonl.gz", sk.Format)
+	}
+	if _, err := regexp.Compile(sk.Topics); err != nil {
+		return fmt.Errorf("config: sink.topics: %w", err)
+	}
+	if !capsule.ValidTopicName(sk.ErrorTopic) {
+		return fmt.Errorf("config: sink.error_topic: %q is not a valid topic name", sk.ErrorTopic)
+	}
+	if sk.BatchSize < 1 || sk.BatchTime < 10*time.Millisecond {
+		return fmt.Errorf("config: sink.batch_size %d / batch_time %s: want at least 1 and 10ms", sk.BatchSize, sk.BatchTime)
+	}
 	st := &c.Standalone
 	if st.DataDir == "" {
 		return errors.New("config: standalone.data_dir: required")
@@ -412,4 +467,15 @@ func setFromString(f reflect.Value, s string) error {
 		return fmt.Errorf("cannot be set from the environment (%s)", f.Type())
 	}
 	return nil
+}
+
+// redactDSN hides a password in a DSN for error messages: secrets are never
+// printed.
+func redactDSN(dsn string) string {
+	if i := strings.Index(dsn, "@"); i > 0 {
+		if j := strings.LastIndex(dsn[:i], ":"); j > 0 {
+			return dsn[:j+1] + "***" + dsn[i:]
+		}
+	}
+	return dsn
 }

@@ -39,7 +39,7 @@ type BatchConfig struct {
 	Logger *slog.Logger
 }
 
-// ErrFatalBatch, wrapped by a handler's error, stops ConsumeBatches at once
+// ErrFatalBatch stops ConsumeBatches at once when a handler's error wraps it
 // (without committing the batch) instead of retrying: the sink cannot go on
 // in this process, and a restart resumes it.
 var ErrFatalBatch = errors.New("sink cannot continue")
@@ -87,7 +87,7 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 		kgo.HeartbeatInterval(cfg.SessionTimeout / 10),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(500 * time.Millisecond),
-		kgo.MetadataMaxAge(30 * time.Second), // new topics matching a regex are found within this
+		kgo.MetadataMaxAge(5 * time.Second), // new topics matching a regex are found within this
 	}
 	if cfg.TopicRegex {
 		opts = append(opts, kgo.ConsumeRegex())

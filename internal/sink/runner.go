@@ -55,8 +55,8 @@ func (c *Config) defaults() {
 	}
 }
 
-// SinkError is the value of a record in the sink-error topic.
-type SinkError struct {
+// ErrorRecord is the value of a record in the sink-error topic.
+type ErrorRecord struct {
 	Sink   string         `json:"sink"`
 	Reason string         `json:"reason"`
 	Source capsule.Source `json:"source"`
@@ -76,7 +76,7 @@ func (c *Config) poison(ctx context.Context, sinkName string, recs []kafka.Recor
 	}
 	msgs := make([]kafka.Message, len(recs))
 	for i, r := range recs {
-		v, err := json.Marshal(SinkError{Sink: sinkName, Reason: reasons[i], Source: capsule.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, Value: string(r.Value)})
+		v, err := json.Marshal(ErrorRecord{Sink: sinkName, Reason: reasons[i], Source: capsule.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, Value: string(r.Value)})
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/eventlogging/eventlogging/internal/config"
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/registry"
+	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/sink"
+	"github.com/eventlogging/eventlogging/internal/sink/filesink"
+	"github.com/eventlogging/eventlogging/internal/sink/sqlsink"
+)
+
+const sinkHelp = `Usage: eventlogging sink [--config FILE] [--sql DSN] [--files DIR] [flags]
+
+Loads the valid-event topics (sink.topics, default ^eventlogging_.+) into a
+SQL database and/or hour-partitioned files, each sink in its own consumer
+group (eventlogging-sink-sql, eventlogging-sink-files).
+
+  --sql sqlite:PATH | mysql:USER:PASS@tcp(HOST:PORT)/DB | postgres://USER:PASS@HOST:PORT/DB
+        one table per schema revision <Schema>_<revision>, created on first
+        event; duplicates (by uuid) skipped row by row; offsets committed
+        after the transaction commits
+  --files DIR
+        DIR/<topic>/year=YYYY/month=MM/day=DD/hour=HH/ files (Parquet or JSON
+        lines gzip), published by atomic rename with the Kafka offsets they
+        cover, so a crash never duplicates or loses a record; _SUCCESS when
+        an hour is closed
+
+Records a sink can never write go to sink.error_topic with the reason.
+Schemas come from registry.url, else from process.schemas_dir.`
+
+func runSink(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger) error {
+	fs := newFlagSet("sink", sinkHelp, stderr)
+	cfgPath := fs.String("config", "", "configuration file (YAML)")
+	brokers := fs.String("kafka-brokers", "", "Kafka bootstrap addresses, comma-separated (kafka.brokers)")
+	sqlDSN := fs.String("sql", "", "SQL sink database (sink.sql): sqlite:PATH, mysql:DSN or postgres://…")
+	files := fs.String("files", "", "file sink root directory (sink.files)")
+	format := fs.String("format", "", "file format: parquet or jsonl.gz (sink.format, default parquet)")
+	schemas := fs.String("schemas", "", "schema folder when no registry is configured (process.schemas_dir)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	c, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *brokers != "" {
+		c.Kafka.Brokers = strings.Split(*brokers, ",")
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&c.Sink.SQL, *sqlDSN)
+	set(&c.Sink.Files, *files)
+	set(&c.Sink.Format, *format)
+	set(&c.Process.SchemasDir, *schemas)
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if c.Sink.SQL == "" && c.Sink.Files == "" {
+		return fmt.Errorf("%w: sink: give --sql DSN and/or --files DIR", errUsage)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	closeSinks, err := startSinks(gctx, g, c, kafkaConfig(c, log), log)
+	if err != nil {
+		return err
+	}
+	err = g.Wait()
+	return errors.Join(err, closeSinks())
+}
+
+// schemaResolver resolves schemas through the registry when one is
+// configured, else from the schema folder.
+func schemaResolver(c config.Config) (*schema.Resolver, error) {
+	var src schema.Source = schema.NewDirSource(c.Process.SchemasDir)
+	if c.Registry.URL != "" {
+		cl, err := registry.NewClient(c.Registry.URL, nil)
+		if err != nil {
+			return nil, err
+		}
+		src = cl
+	}
+	return schema.NewResolver(src, schema.ResolverConfig{NegativeTTL: c.Process.NegativeCacheTTL}), nil
+}
+
+// sqlTarget splits sink.sql into a dialect and a driver DSN.
+func sqlTarget(dsn string) (sqlsink.Dialect, string) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		return sqlsink.SQLite, strings.TrimPrefix(dsn, "sqlite:")
+	case strings.HasPrefix(dsn, "mysql:"):
+		return sqlsink.MySQL, strings.TrimPrefix(dsn, "mysql:")
+	default:
+		return sqlsink.Postgres, dsn
+	}
+}
+
+// startSinks starts the configured sinks in g and returns what closes them
+// after g is done.
+func startSinks(ctx context.Context, g *errgroup.Group, c config.Config, kc kafka.Config, log *slog.Logger) (func() error, error) {
+	res, err := schemaResolver(c)
+	if err != nil {
+		return nil, err
+	}
+	prod, err := kafka.NewProducer(kafka.ProducerConfig{Kafka: kc})
+	if err != nil {
+		return nil, err
+	}
+	var closers []func() error
+	closeAll := func() error {
+		var errs []error
+		for i := len(closers) - 1; i >= 0; i-- {
+			errs = append(errs, closers[i]())
+		}
+		prod.Close()
+		return errors.Join(errs...)
+	}
+	base := sink.Config{
+		Kafka:      kc,
+		Topics:     []string{c.Sink.Topics},
+		TopicRegex: true,
+		ErrorTopic: c.Sink.ErrorTopic,
+		MaxBatch:   c.Sink.BatchSize,
+		BatchTime:  c.Sink.BatchTime,
+		Producer:   prod,
+		Creator:    prod.Topics(topicDefaults(c)),
+		Logger:     log.With("component", "sink"),
+	}
+	if c.Sink.SQL != "" {
+		dialect, dsn := sqlTarget(c.Sink.SQL)
+		db, err := sqlsink.Open(dialect, dsn)
+		if err != nil {
+			return nil, errors.Join(err, closeAll())
+		}
+		w, err := sqlsink.NewWriter(db, res, sqlsink.Config{Dialect: dialect, TablePerSchema: c.Sink.TablePerSchema, Logger: log.With("component", "sqlsink")})
+		if err != nil {
+			_ = db.Close()
+			return nil, errors.Join(err, closeAll())
+		}
+		closers = append(closers, func() error { return errors.Join(w.Close(), db.Close()) })
+		cfg := base
+		cfg.Group = c.Sink.Group + "-sql"
+		g.Go(func() error { return sink.RunSQL(ctx, cfg, w) })
+		log.Info("sql sink running", "dialect", dialect)
+	}
+	if c.Sink.Files != "" {
+		fsink, err := filesink.Open(filesink.Config{
+			Root:       c.Sink.Files,
+			Format:     filesink.Format(c.Sink.Format),
+			MaxFileAge: c.Sink.FileMaxAge,
+			Lateness:   c.Sink.Lateness,
+			Schemas:    res,
+			Logger:     log.With("component", "filesink"),
+		})
+		if err != nil {
+			return nil, errors.Join(err, closeAll())
+		}
+		closers = append(closers, fsink.Close)
+		cfg := base
+		cfg.Group = c.Sink.Group + "-files"
+		g.Go(func() error { return sink.RunFiles(ctx, cfg, fsink, 0) })
+		log.Info("file sink running", "root", c.Sink.Files, "format", c.Sink.Format)
+	}
+	return closeAll, nil
+}

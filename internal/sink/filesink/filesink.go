@@ -1,0 +1,588 @@
+package filesink
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/schema"
+)
+
+// Format is the file format a Sink writes.
+type Format string
+
+// The formats.
+const (
+	// JSONLines writes one JSON object per line, gzip-compressed
+	// (part-….jsonl.gz): the record value as consumed, re-encoded compactly
+	// only when it spans several lines.
+	JSONLines Format = "jsonl.gz"
+	// Parquet writes one Parquet file per schema version (part-….<schema>.parquet)
+	// with a schema built from the registry's JSON Schema.
+	Parquet Format = "parquet"
+)
+
+// Defaults of the Config fields.
+const (
+	DefaultMaxFileBytes  = 128 << 20
+	DefaultMaxFileAge    = 10 * time.Minute
+	DefaultLateness      = time.Hour
+	DefaultMaxOpenFiles  = 32
+	DefaultRowGroupBytes = 8 << 20
+)
+
+// Schemas resolves the schema of an event for the Parquet format. Both
+// methods are safe for concurrent use; ctx bounds the lookup. Errors wrapping
+// schema.ErrNotFound, schema.ErrInvalidSchema or schema.ErrInvalidID are
+// permanent (the record becomes poison); any other error is transient (Write
+// fails and is retried). *schema.Resolver implements it.
+type Schemas interface {
+	// Resolve returns the schema of a legacy EventLogging event
+	// ("schema" and "revision" in its capsule).
+	Resolve(ctx context.Context, id schema.ID) (*schema.Schema, error)
+	// ResolveURI returns the schema of an Event Platform event ("$schema").
+	ResolveURI(ctx context.Context, uri string) (*schema.Schema, error)
+}
+
+// Config configures a Sink. Zero values take the documented defaults.
+type Config struct {
+	// Root is the directory the sink owns; required. Its layout is described
+	// in the package documentation.
+	Root string
+	// Format of the data files; required.
+	Format Format
+	// MaxFileBytes rotates (publishes) a Kafka partition's files once one of
+	// them holds this many bytes; default 128 MiB. Checked after each
+	// batch, so a file may exceed it by one batch. For JSON lines it counts
+	// compressed bytes as the compressor emits them (it holds back up to
+	// about 64 KiB); for Parquet it is parquet-go's estimate (uncompressed
+	// for the current row group).
+	MaxFileBytes int64
+	// MaxFileAge publishes a Kafka partition's files this long after the
+	// first of them was opened; default 10 minutes. It bounds how late data
+	// becomes visible (and how much is consumed again after a crash).
+	MaxFileAge time.Duration
+	// Lateness is how long after an hour ends records of that hour are still
+	// expected; default 1 hour. See CloseHours.
+	Lateness time.Duration
+	// IdleAfter: a Kafka partition that delivered no record for this long
+	// does not hold back closing hours; default Lateness.
+	IdleAfter time.Duration
+	// MaxOpenFiles bounds the files open at once (and so memory); opening
+	// one more first publishes the least recently written partition's
+	// files. Default 32. See the package documentation for memory.
+	MaxOpenFiles int
+	// RowGroupBytes (Parquet) flushes a row group once the rows buffered in
+	// memory for a file reach about this size (uncompressed); default 8 MiB.
+	RowGroupBytes int64
+	// Schemas resolves event schemas; required for Parquet, unused for JSON
+	// lines.
+	Schemas Schemas
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock for file age, idleness and closing hours; default
+	// time.Now.
+	Now func() time.Time
+
+	// hook, set by tests, is called at the crash points of a checkpoint
+	// (see crashPoint); a non-nil error aborts the checkpoint there.
+	hook func(point string) error
+}
+
+// Crash points at which tests stop a checkpoint (Config.hook).
+const (
+	pointWritten   = "written"   // records appended to temp files, nothing published
+	pointSynced    = "synced"    // temp files complete and fsynced, no manifest
+	pointManifest  = "manifest"  // manifest durable, no file renamed
+	pointRenamed   = "renamed"   // after each rename (so also mid-rename)
+	pointPublished = "published" // renamed and directories fsynced
+)
+
+// Poison is a record that cannot be placed in any file. The caller sends it
+// to the error topic.
+type Poison struct {
+	Record kafka.Record
+	Reason string
+}
+
+// Result is the outcome of one Write.
+type Result struct {
+	// Written counts the records appended to files (not yet published).
+	Written int
+	// Poison lists the records that cannot be written, in batch order.
+	Poison []Poison
+}
+
+// Errors callers branch on.
+var (
+	// ErrBroken is wrapped by every error after a file could not be written
+	// or published: records accepted earlier may be lost from the temp
+	// files, so the sink refuses further writes. The runner must stop
+	// consuming, Close the sink and Open it again: the new sink's
+	// StartOffsets resumes after the last published record, so nothing is
+	// lost or duplicated.
+	ErrBroken = errors.New("filesink: broken by an I/O error (reopen to recover)")
+	// ErrClosed is returned by calls after Close.
+	ErrClosed = errors.New("filesink: closed")
+)
+
+// tp names a Kafka partition.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// Sink writes Kafka records to hour-partitioned files and publishes them
+// exactly once in effect (see the package documentation). Its methods are
+// safe for concurrent use; they serialise on one mutex.
+type Sink struct {
+	cfg   Config
+	log   *slog.Logger
+	root  string
+	nonce string // distinguishes this process's temp files
+
+	mu    sync.Mutex
+	parts map[tp]*partState
+	hours map[string]*hourState // per topic
+	open  int                   // files open
+	seq   uint64                // temp file and LRU sequence
+	pq    map[string]*pqSchema
+	// badTopic caches reservedTopic per topic seen.
+	badTopic map[string]bool
+	broken   error
+	closed   bool
+	lock     *os.File
+}
+
+// partState is the sink's state of one Kafka partition.
+type partState struct {
+	tp
+	published int64 // last offset of the manifest; -1 when there is none
+	last      int64 // last offset appended or reported as poison; >= published
+	files     map[fileKey]*openFile
+	openedAt  time.Time // when the first of files was opened
+	lastUse   uint64    // s.seq at the last append, for LRU eviction
+	due       bool      // a file reached MaxFileBytes
+	pending   []Poison  // poison reported but not yet acknowledged
+	failed    bool      // a file of the partition could not be written or published
+	watermark time.Time // greatest receive time seen
+	seenAt    time.Time // wall time of the last record or of the assignment
+}
+
+// fileKey identifies one open file of a partition.
+type fileKey struct {
+	hour   int64  // unix seconds of the hour
+	schema string // schema tag (Parquet); "" for JSON lines
+}
+
+// Open creates the sink over cfg.Root, after recovering from a crash: it
+// finishes the renames of every manifest, deletes the temp files no
+// manifest names (their records are consumed again) and loads the offsets
+// for StartOffsets. It takes an exclusive lock on the root: one process per
+// root.
+func Open(cfg Config) (*Sink, error) {
+	if cfg.Root == "" {
+		return nil, errors.New("filesink: Root is required")
+	}
+	switch cfg.Format {
+	case JSONLines:
+	case Parquet:
+		if cfg.Schemas == nil {
+			return nil, errors.New("filesink: Schemas is required for the Parquet format")
+		}
+	default:
+		return nil, fmt.Errorf("filesink: unknown format %q (want %q or %q)", cfg.Format, JSONLines, Parquet)
+	}
+	if cfg.MaxFileBytes <= 0 {
+		cfg.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if cfg.MaxFileAge <= 0 {
+		cfg.MaxFileAge = DefaultMaxFileAge
+	}
+	if cfg.Lateness <= 0 {
+		cfg.Lateness = DefaultLateness
+	}
+	if cfg.IdleAfter <= 0 {
+		cfg.IdleAfter = cfg.Lateness
+	}
+	if cfg.MaxOpenFiles <= 0 {
+		cfg.MaxOpenFiles = DefaultMaxOpenFiles
+	}
+	if cfg.RowGroupBytes <= 0 {
+		cfg.RowGroupBytes = DefaultRowGroupBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("filesink: root: %w", err)
+	}
+	var nonce [6]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, fmt.Errorf("filesink: nonce: %w", err)
+	}
+	s := &Sink{
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "filesink", "format", string(cfg.Format)),
+		root:     root,
+		nonce:    hex.EncodeToString(nonce[:]),
+		parts:    map[tp]*partState{},
+		hours:    map[string]*hourState{},
+		pq:       map[string]*pqSchema{},
+		badTopic: map[string]bool{},
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("filesink: open: %w", err)
+	}
+	for _, d := range []string{manifestDir, inprogressDir, hoursDir} {
+		if err := mkdirAllSync(root, d); err != nil {
+			return nil, fmt.Errorf("filesink: open: %w", err)
+		}
+	}
+	s.lock, err = lockRoot(filepath.Join(root, lockFile))
+	if err != nil {
+		return nil, fmt.Errorf("filesink: open: %w", err)
+	}
+	if err := s.recover(); err != nil {
+		s.lock.Close()
+		return nil, fmt.Errorf("filesink: recover: %w", err)
+	}
+	return s, nil
+}
+
+// StartOffsets returns, for every assigned partition, the offset to resume
+// from: one past the last offset published in this root, or 0 (the start of
+// the log, as far as retention kept it) when nothing was ever published
+// here. Plug it into kafka.BatchConfig.StartOffsets: the group's committed
+// offsets must not be used, since a committed record may sit in a temp file
+// that a crash discarded.
+//
+// Files still open for an assigned partition (a rebalance gave it back) are
+// published first. Call it only between batches (ConsumeBatches does: a
+// rebalance never happens while a batch is in hand), so every earlier Write
+// has been acknowledged.
+func (s *Sink) StartOffsets(_ context.Context, assigned map[string][]int32) (map[string]map[int32]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now()
+	// Between batches every poison record has been handled.
+	for _, st := range s.parts {
+		st.pending = nil
+	}
+	out := make(map[string]map[int32]int64, len(assigned))
+	for topic, ps := range assigned {
+		out[topic] = make(map[int32]int64, len(ps))
+		for _, p := range ps {
+			key := tp{topic, p}
+			st := s.part(key)
+			if err := s.checkpoint(st); err != nil {
+				return nil, s.fail(err)
+			}
+			st.seenAt = now
+			out[topic][p] = st.published + 1
+		}
+	}
+	return out, nil
+}
+
+// Write appends the batch's records to the open temp files of their
+// (topic, hour, Kafka partition[, schema]) and publishes the files of the
+// partitions due for rotation. Records must come in offset order per
+// partition, as Kafka delivers them; records at or below an offset already
+// written are skipped, so retrying a batch is safe.
+//
+// A nil error does not mean the records are published: StartOffsets, not
+// the group's committed offsets, decides where a restart resumes. Records
+// that can never be written are returned in Result.Poison: the caller must
+// hand them to the error topic before its next call to Write (or
+// StartOffsets), which acknowledges them. Until then no checkpoint covers
+// them, so a crash re-delivers them rather than losing them. A batch retried
+// after an error reports its poison again.
+//
+// ctx bounds schema lookups; an error before anything was written (a
+// transient schema registry failure) leaves the sink unchanged. An error
+// wrapping ErrBroken is fatal to this Sink.
+func (s *Sink) Write(ctx context.Context, batch []kafka.Record) (Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return Result{}, err
+	}
+	now := s.cfg.Now()
+	s.acknowledge(batch)
+	if err := s.rotate(now, false); err != nil {
+		return Result{}, s.fail(err)
+	}
+
+	// Plan: decode, place and convert every record without touching a file,
+	// so that a transient error leaves nothing half-done.
+	var res Result
+	plan := make([]placed, 0, len(batch))
+	for i := range batch {
+		r := &batch[i]
+		st := s.part(tp{r.Topic, r.Partition})
+		if r.Offset <= st.last {
+			if p, ok := st.pendingAt(r.Offset); ok {
+				res.Poison = append(res.Poison, p)
+			}
+			continue
+		}
+		pl, err := s.place(ctx, r)
+		if err != nil {
+			return Result{}, err
+		}
+		pl.st = st
+		plan = append(plan, pl)
+	}
+
+	// Apply.
+	touched := map[*openFile]bool{}
+	for i := range plan {
+		pl := &plan[i]
+		st := pl.st
+		if pl.reason != "" {
+			p := Poison{Record: *pl.rec, Reason: pl.reason}
+			st.pending = append(st.pending, p)
+			res.Poison = append(res.Poison, p)
+			st.last = pl.rec.Offset
+			continue
+		}
+		f, err := s.file(st, fileKey{hour: pl.hour, schema: pl.tag}, pl, now)
+		if err != nil {
+			return Result{}, s.fail(err)
+		}
+		if err := f.w.append(pl); err != nil {
+			st.failed = true
+			return Result{}, s.fail(fmt.Errorf("append to %s: %w", f.tmp, err))
+		}
+		if f.first < 0 {
+			f.first = pl.rec.Offset
+		}
+		f.last = pl.rec.Offset
+		f.records++
+		touched[f] = true
+		st.last = pl.rec.Offset
+		s.seq++
+		st.lastUse = s.seq
+		st.seenAt = now
+		if pl.dt.After(st.watermark) {
+			st.watermark = pl.dt
+		}
+		res.Written++
+	}
+	for f := range touched {
+		if f.done {
+			continue // published by an eviction during this batch
+		}
+		if err := f.w.flush(); err != nil {
+			f.st.failed = true
+			return Result{}, s.fail(fmt.Errorf("write %s: %w", f.tmp, err))
+		}
+		if f.w.size() >= s.cfg.MaxFileBytes {
+			f.st.due = true
+		}
+	}
+	if err := s.hookAt(pointWritten); err != nil {
+		return Result{}, s.fail(err)
+	}
+	if err := s.rotate(now, false); err != nil {
+		return Result{}, s.fail(err)
+	}
+	return res, nil
+}
+
+// Close publishes every open file and releases the root. Files of a
+// partition whose last poison records were not acknowledged (the runner's
+// last batch failed) are discarded instead: they are consumed again after
+// the restart. After ErrBroken, Close publishes the partitions that are
+// intact. Close is idempotent.
+func (s *Sink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, st := range s.sortedParts() {
+		if len(st.pending) > 0 || st.failed {
+			s.log.Warn("discarding unpublished files; they are consumed again after the restart",
+				"topic", st.topic, "partition", st.partition, "from_offset", st.published+1, "to_offset", st.last)
+			s.discard(st)
+			continue
+		}
+		if err := s.checkpoint(st); err != nil {
+			errs = append(errs, err)
+			s.discard(st)
+		}
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("filesink: close: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// usable reports why the sink cannot be used, if it cannot.
+func (s *Sink) usable() error {
+	if s.closed {
+		return ErrClosed
+	}
+	return s.broken
+}
+
+// fail marks the sink broken by err and returns the error to report.
+func (s *Sink) fail(err error) error {
+	if s.broken == nil {
+		s.broken = fmt.Errorf("%w: %w", ErrBroken, err)
+		s.log.Error("file sink broken; reopen it to recover", "err", err)
+	}
+	return s.broken
+}
+
+// hookAt runs the test hook at a crash point.
+func (s *Sink) hookAt(point string) error {
+	if s.cfg.hook == nil {
+		return nil
+	}
+	return s.cfg.hook(point)
+}
+
+// part returns the state of a partition, creating it when new.
+func (s *Sink) part(key tp) *partState {
+	st, ok := s.parts[key]
+	if !ok {
+		st = &partState{tp: key, published: -1, last: -1}
+		s.parts[key] = st
+	}
+	return st
+}
+
+// sortedParts returns the partitions in a stable order.
+func (s *Sink) sortedParts() []*partState {
+	out := make([]*partState, 0, len(s.parts))
+	for _, st := range s.parts {
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b *partState) int {
+		return cmp.Or(strings.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
+	})
+	return out
+}
+
+// acknowledge clears the poison reported by the previous Write: the caller
+// handled it, unless this batch retries the records that carried it.
+func (s *Sink) acknowledge(batch []kafka.Record) {
+	var retried map[tp]bool
+	for i := range batch {
+		r := &batch[i]
+		st, ok := s.parts[tp{r.Topic, r.Partition}]
+		if ok && len(st.pending) > 0 && r.Offset <= st.last {
+			if retried == nil {
+				retried = map[tp]bool{}
+			}
+			retried[st.tp] = true
+		}
+	}
+	for key, st := range s.parts {
+		if len(st.pending) > 0 && !retried[key] {
+			st.pending = nil
+		}
+	}
+}
+
+// pendingAt returns the unacknowledged poison record at offset off.
+func (st *partState) pendingAt(off int64) (Poison, bool) {
+	for _, p := range st.pending {
+		if p.Record.Offset == off {
+			return p, true
+		}
+	}
+	return Poison{}, false
+}
+
+// rotate publishes the partitions due for rotation: a file reached
+// MaxFileBytes or the oldest is MaxFileAge old (or all of them, with all).
+// Partitions with unacknowledged poison wait.
+func (s *Sink) rotate(now time.Time, all bool) error {
+	for _, st := range s.sortedParts() {
+		if len(st.files) == 0 && st.last == st.published {
+			continue
+		}
+		if len(st.pending) > 0 {
+			continue
+		}
+		if all || st.due || len(st.files) == 0 || !now.Before(st.openedAt.Add(s.cfg.MaxFileAge)) {
+			if err := s.checkpoint(st); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// file returns the open file of st for key, opening it (and first making
+// room under MaxOpenFiles) when needed.
+func (s *Sink) file(st *partState, key fileKey, pl *placed, now time.Time) (*openFile, error) {
+	if f, ok := st.files[key]; ok {
+		return f, nil
+	}
+	if s.open >= s.cfg.MaxOpenFiles {
+		if err := s.evict(); err != nil {
+			return nil, err
+		}
+		// Publishing st itself is allowed: its records so far are complete.
+	}
+	f, err := s.create(st, key, pl)
+	if err != nil {
+		return nil, err
+	}
+	if st.files == nil {
+		st.files = map[fileKey]*openFile{}
+	}
+	if len(st.files) == 0 {
+		st.openedAt = now
+	}
+	st.files[key] = f
+	s.open++
+	return f, nil
+}
+
+// evict publishes the least recently written partition that may be
+// published. When none may (all hold unacknowledged poison), the limit is
+// exceeded until the next Write.
+func (s *Sink) evict() error {
+	var victim *partState
+	for _, st := range s.parts {
+		if len(st.files) == 0 || len(st.pending) > 0 {
+			continue
+		}
+		if victim == nil || st.lastUse < victim.lastUse {
+			victim = st
+		}
+	}
+	if victim == nil {
+		return nil
+	}
+	return s.checkpoint(victim)
+}

@@ -1,0 +1,462 @@
+package filesink
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/schema"
+)
+
+// base is the hour the tests' data starts in.
+var base = time.Date(2024, 1, 5, 7, 0, 0, 0, time.UTC)
+
+// testUUID is the deterministic uuid of a test record.
+func testUUID(topic string, partition int32, offset int64) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d/%d", topic, partition, offset))
+	return hex.EncodeToString(sum[:16])
+}
+
+// capsuleRecord builds an EventLogging capsule record of schema Test/1.
+func capsuleRecord(topic string, partition int32, offset int64, dt time.Time) kafka.Record {
+	v := fmt.Appendf(nil, `{"event":{"action":"click","count":%d,"ratio":%d.5,"ok":%t,"nested":{"label":"n%d","depth":{"level":%d}},"tags":["a","b"]},`+
+		`"schema":"Test","revision":1,"wiki":"enwiki","webHost":"en.wikipedia.org","recvFrom":"host%d","seqId":%d,"timestamp":%d,"dt":%q,"uuid":%q,"userAgent":"UA","topic":%q}`,
+		offset, offset, offset%2 == 0, offset, offset%7, partition, offset, dt.Unix(), dt.UTC().Format(time.RFC3339), testUUID(topic, partition, offset), topic)
+	return kafka.Record{Topic: topic, Partition: partition, Offset: offset, Value: v, Timestamp: dt.Add(time.Second)}
+}
+
+// testSchemaDoc is the draft-3 EventLogging schema Test/1.
+const testSchemaDoc = `{
+  "description": "test events",
+  "properties": {
+    "action": {"type": "string", "required": true},
+    "count": {"type": "integer"},
+    "ratio": {"type": "number"},
+    "ok": {"type": "boolean"},
+    "nested": {"type": "object", "properties": {
+      "label": {"type": "string"},
+      "depth": {"type": "object", "properties": {"level": {"type": "integer"}}}
+    }},
+    "tags": {"type": "array", "items": {"type": "string"}},
+    "free": {"type": "object"}
+  }
+}`
+
+// testSchema2Doc is Test/2: a new optional field.
+const testSchema2Doc = `{
+  "properties": {
+    "action": {"type": "string", "required": true},
+    "count": {"type": "integer"},
+    "added": {"type": "string"}
+  }
+}`
+
+// platformSchemaDoc is the Event Platform schema /analytics/button_click/1.0.0.
+const platformSchemaDoc = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "analytics/button_click",
+  "type": "object",
+  "properties": {
+    "$schema": {"type": "string"},
+    "dt": {"type": "string", "format": "date-time"},
+    "button": {"type": "string"},
+    "clicks": {"type": "integer"},
+    "meta": {"type": "object", "properties": {
+      "id": {"type": "string"}, "dt": {"type": "string"}, "stream": {"type": "string"}
+    }}
+  }
+}`
+
+// testSchemas writes a schema folder and returns a resolver over it.
+func testSchemas(t testing.TB) *schema.Resolver {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"Test/1.json": testSchemaDoc,
+		"Test/2.json": testSchema2Doc,
+		"jsonschema/analytics/button_click/1.0.0.json": platformSchemaDoc,
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return schema.NewResolver(schema.NewDirSource(dir), schema.ResolverConfig{})
+}
+
+// testLogger logs through t (warnings and up).
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock(t time.Time) *clock { return &clock{t: t} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// openSink opens a sink or fails the test.
+func openSink(t testing.TB, cfg Config) *Sink {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger(t)
+	}
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// crash abandons s as a killed process would: file descriptors and the lock
+// are released, nothing is flushed, renamed or deleted.
+func (s *Sink) crash() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.parts {
+		for _, f := range st.files {
+			f.f.Close()
+		}
+	}
+	s.lock.Close()
+	s.closed = true
+}
+
+// published is what the published files of a root hold.
+type published struct {
+	byUUID map[string]int            // how often each uuid was published
+	files  []string                  // relative paths of data files
+	rows   map[string]map[string]any // uuid → decoded record
+	hourOf map[string]string         // uuid → hour directory
+}
+
+var dataFile = regexp.MustCompile(`^part-(\d+)-(\d+)-(\d+)(\.[A-Za-z0-9_.-]+)?\.(jsonl\.gz|parquet)$`)
+
+// readPublished reads every published file under root and checks that
+// partition directories hold nothing but data files and _SUCCESS markers.
+func readPublished(t testing.TB, root string) published {
+	t.Helper()
+	p := published{byUUID: map[string]int{}, rows: map[string]map[string]any{}, hourOf: map[string]string{}}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == stateDir {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		name := d.Name()
+		if name == successFile {
+			return nil
+		}
+		m := dataFile.FindStringSubmatch(name)
+		if m == nil {
+			t.Errorf("unexpected file visible in a partition: %s", rel)
+			return nil
+		}
+		p.files = append(p.files, rel)
+		var recs []map[string]any
+		if m[5] == "parquet" {
+			recs = readParquetFile(t, path)
+		} else {
+			recs = readJSONLFile(t, path)
+		}
+		var first, last int64
+		fmt.Sscan(m[2], &first)
+		fmt.Sscan(m[3], &last)
+		for _, r := range recs {
+			u := uuidOf(r)
+			p.byUUID[u]++
+			p.rows[u] = r
+			p.hourOf[u] = filepath.ToSlash(filepath.Dir(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(p.files)
+	return p
+}
+
+// uuidOf finds the uuid of a capsule or Event Platform record.
+func uuidOf(r map[string]any) string {
+	if u, ok := r["uuid"].(string); ok {
+		return u
+	}
+	if meta, ok := r["meta"].(map[string]any); ok {
+		if u, ok := meta["id"].(string); ok {
+			return u
+		}
+	}
+	return ""
+}
+
+// readJSONLFile reads a gzip JSON-lines file the way zcat | jq would.
+func readJSONLFile(t testing.TB, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out []map[string]any
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.UseNumber()
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			t.Fatalf("%s: line is not a JSON object: %v: %q", path, err, sc.Text())
+		}
+		out = append(out, m)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return out
+}
+
+// readParquetFile reads every row of a Parquet file with parquet-go.
+func readParquetFile(t testing.TB, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, fi.Size())
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	r := parquet.NewGenericReader[map[string]any](f, pf.Schema())
+	defer r.Close()
+	var out []map[string]any
+	for {
+		rows := make([]map[string]any, 64)
+		for i := range rows {
+			rows[i] = map[string]any{}
+		}
+		n, err := r.Read(rows)
+		out = append(out, rows[:n]...)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	return out
+}
+
+// feeder replays a fixed input the way ConsumeBatches would: per partition
+// from the sink's StartOffsets, in batches mixing partitions.
+type feeder struct {
+	input map[tp][]kafka.Record // by partition, in offset order
+	batch int
+}
+
+func newFeeder(recs []kafka.Record, batch int) *feeder {
+	f := &feeder{input: map[tp][]kafka.Record{}, batch: batch}
+	for _, r := range recs {
+		k := tp{r.Topic, r.Partition}
+		f.input[k] = append(f.input[k], r)
+	}
+	return f
+}
+
+func (f *feeder) assigned() map[string][]int32 {
+	out := map[string][]int32{}
+	for k := range f.input {
+		out[k.topic] = append(out[k.topic], k.partition)
+	}
+	return out
+}
+
+// run feeds everything from s's start offsets; it returns the first error
+// (a simulated crash) and the poison it saw.
+func (f *feeder) run(ctx context.Context, s *Sink) ([]Poison, error) {
+	offs, err := s.StartOffsets(ctx, f.assigned())
+	if err != nil {
+		return nil, err
+	}
+	pos := map[tp]int{}
+	keys := make([]tp, 0, len(f.input))
+	for k, recs := range f.input {
+		keys = append(keys, k)
+		start := offs[k.topic][k.partition]
+		pos[k] = len(recs)
+		for i, r := range recs {
+			if r.Offset >= start {
+				pos[k] = i
+				break
+			}
+		}
+	}
+	slices.SortFunc(keys, func(a, b tp) int {
+		return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+	})
+	var poison []Poison
+	for {
+		var batch []kafka.Record
+		// Round-robin a few records of each partition into the batch.
+		for len(batch) < f.batch {
+			added := false
+			for _, k := range keys {
+				for j := 0; j < 7 && pos[k] < len(f.input[k]) && len(batch) < f.batch; j++ {
+					batch = append(batch, f.input[k][pos[k]])
+					pos[k]++
+					added = true
+				}
+			}
+			if !added {
+				break
+			}
+		}
+		if len(batch) == 0 {
+			return poison, nil
+		}
+		res, err := s.Write(ctx, batch)
+		if err != nil {
+			return poison, err
+		}
+		poison = append(poison, res.Poison...)
+	}
+}
+
+// spread builds n records per partition of topics, with receive times
+// spread evenly over hours hours from base.
+func spread(topics []string, partitions int32, n int, hours int) []kafka.Record {
+	var out []kafka.Record
+	step := time.Duration(hours) * time.Hour / time.Duration(n)
+	for _, topic := range topics {
+		for p := range partitions {
+			for i := range n {
+				out = append(out, capsuleRecord(topic, p, int64(i), base.Add(time.Duration(i)*step)))
+			}
+		}
+	}
+	return out
+}
+
+// checkExactlyOnce checks that every input record was published exactly
+// once, in the directory of its hour.
+func checkExactlyOnce(t testing.TB, root string, input []kafka.Record) published {
+	t.Helper()
+	p := readPublished(t, root)
+	want := map[string]string{}
+	for _, r := range input {
+		var m map[string]any
+		if err := json.Unmarshal(r.Value, &m); err != nil {
+			continue
+		}
+		dt, _ := time.Parse(time.RFC3339, m["dt"].(string))
+		want[testUUID(r.Topic, r.Partition, r.Offset)] = hourDir(r.Topic, dt.Truncate(time.Hour).Unix())
+	}
+	missing, dup := 0, 0
+	for u, dir := range want {
+		switch n := p.byUUID[u]; {
+		case n == 0:
+			missing++
+		case n > 1:
+			dup++
+		}
+		if got := p.hourOf[u]; p.byUUID[u] > 0 && got != dir {
+			t.Errorf("record %s in %s, want %s", u, got, dir)
+		}
+	}
+	extra := 0
+	for u := range p.byUUID {
+		if _, ok := want[u]; !ok {
+			extra++
+		}
+	}
+	if missing > 0 || dup > 0 || extra > 0 {
+		t.Fatalf("published %d distinct of %d records: %d missing, %d duplicated, %d unexpected", len(p.byUUID), len(want), missing, dup, extra)
+	}
+	return p
+}
+
+// checkNoTemps checks that nothing is left in progress.
+func checkNoTemps(t testing.TB, root string) {
+	t.Helper()
+	err := filepath.WalkDir(filepath.Join(root, inprogressDir), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			t.Errorf("temp file left behind: %s", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -95,11 +96,16 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 			opts = append(opts, kgo.ConsumeExcludeTopics(cfg.Exclude...))
 		}
 	}
+	// startErr stops the loop: resuming from the committed offsets instead
+	// of the sink's own could leave a gap.
+	var startErr atomic.Pointer[error]
 	if cfg.StartOffsets != nil {
 		opts = append(opts, kgo.OnPartitionsAssigned(func(actx context.Context, c *kgo.Client, assigned map[string][]int32) {
 			offs, err := cfg.StartOffsets(actx, assigned)
 			if err != nil {
-				log.Error("sink start offsets; resuming from the committed ones", "err", err)
+				err = fmt.Errorf("%w: sink start offsets: %w", ErrFatalBatch, err)
+				startErr.Store(&err)
+				c.PauseFetchTopics(topicsOf(assigned)...)
 				return
 			}
 			set := map[string]map[int32]kgo.EpochOffset{}
@@ -130,6 +136,9 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 		cancel()
 		if fetches.IsClientClosed() {
 			return nil
+		}
+		if err := startErr.Load(); err != nil {
+			return *err
 		}
 		fetches.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
@@ -189,4 +198,12 @@ func writeWithRetry(work, run context.Context, handle BatchHandler, batch []Reco
 		}
 		backoff = min(backoff*2, 30*time.Second)
 	}
+}
+
+func topicsOf(m map[string][]int32) []string {
+	out := make([]string, 0, len(m))
+	for t := range m {
+		out = append(out, t)
+	}
+	return out
 }

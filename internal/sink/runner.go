@@ -136,26 +136,32 @@ func RunFiles(ctx context.Context, cfg Config, s *filesink.Sink, closeEvery time
 	if closeEvery <= 0 {
 		closeEvery = time.Minute
 	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var broken error // set by the hour closer before it stops the run
 	done := make(chan struct{})
-	defer func() { <-done }()
-	hctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	go func() {
 		defer close(done)
 		t := time.NewTicker(closeEvery)
 		defer t.Stop()
 		for {
 			select {
-			case <-hctx.Done():
+			case <-runCtx.Done():
 				return
 			case <-t.C:
-				if err := s.CloseHours(hctx); err != nil {
+				err := s.CloseHours(runCtx)
+				if errors.Is(err, filesink.ErrBroken) {
+					broken = fmt.Errorf("%w: %w", kafka.ErrFatalBatch, err)
+					stop()
+					return
+				}
+				if err != nil {
 					log.Warn("closing hours", "err", err)
 				}
 			}
 		}
 	}()
-	return kafka.ConsumeBatches(ctx, bc, func(ctx context.Context, batch []kafka.Record) error {
+	err := kafka.ConsumeBatches(runCtx, bc, func(ctx context.Context, batch []kafka.Record) error {
 		res, err := s.Write(ctx, batch)
 		if errors.Is(err, filesink.ErrBroken) {
 			return fmt.Errorf("%w: %w", kafka.ErrFatalBatch, err)
@@ -170,4 +176,10 @@ func RunFiles(ctx context.Context, cfg Config, s *filesink.Sink, closeEvery time
 		}
 		return cfg.poison(ctx, "files", bad, why)
 	})
+	stop()
+	<-done
+	if broken != nil {
+		return broken // the process restarts and the sink resumes from its manifests
+	}
+	return err
 }

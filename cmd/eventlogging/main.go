@@ -23,6 +23,7 @@ Commands:
   standalone     the whole pipeline in one process on an embedded broker
   intake         the HTTP intake: beacons and POST /v1/events into Kafka
   sink           load the valid topics into SQL (SQLite, MariaDB, PostgreSQL) and files
+  purge          apply the retention policy to the sinks (delete, or keep allow-listed fields)
   registry       the schema registry (Confluent-compatible REST API, state in Kafka)
   schema         lint, check, push, get and diff schemas (a repository on disk, a registry)
   process        validate raw events from Kafka and route them to per-schema
@@ -70,6 +71,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runRegistry(ctx, rest, stderr, logger)
 	case "sink":
 		err = runSink(ctx, rest, stderr, logger)
+	case "purge":
+		err = runPurge(ctx, rest, stdout, stderr, logger)
 	case "standalone":
 		err = runStandalone(ctx, rest, stderr, logger)
 	case "tail":

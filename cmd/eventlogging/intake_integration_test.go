@@ -68,7 +68,9 @@ func startService(t *testing.T, name string, env []string, args ...string) *serv
 		_ = s.cmd.Process.Kill()
 		_, _ = s.cmd.Process.Wait()
 		if t.Failed() {
-			t.Logf("%s log:\n%s", name, tail(s.logs(), 4000))
+			full := filepath.Join(os.TempDir(), fmt.Sprintf("eventlogging-%s-%d.log", strings.ReplaceAll(name, " ", "_"), s.cmd.Process.Pid))
+			_ = os.WriteFile(full, []byte(s.logs()), 0o644)
+			t.Logf("%s log (whole log in %s):\n%s", name, full, tail(s.logs(), 4000))
 		}
 	})
 	return s

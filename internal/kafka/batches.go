@@ -122,7 +122,10 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer func() {
+		cl.AllowRebalance() // a blocked rebalance must not hold up leaving the group
+		cl.Close()
+	}()
 
 	work := context.WithoutCancel(ctx)
 	var batch []Record

@@ -121,7 +121,10 @@ func (p *Pipe) Run(ctx context.Context) error {
 		return err
 	}
 	// Close leaves the group; by then every polled batch is committed.
-	defer cl.Close()
+	defer func() {
+		cl.AllowRebalance() // a blocked rebalance must not hold up leaving the group
+		cl.Close()
+	}()
 	var topics *Topics
 	if p.cfg.CreateOutputTopics {
 		topics = NewTopics(cl, p.cfg.OutputTopics)

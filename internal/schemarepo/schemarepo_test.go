@@ -13,8 +13,8 @@ func TestLoadExamples(t *testing.T) {
 	if vs := repo["Generic"]; len(vs) != 1 || vs[0].Revision != 13 || vs[0].Label() != "Generic/13" {
 		t.Errorf("Generic: %+v", vs)
 	}
-	if vs := repo["analytics/edit_funnel"]; len(vs) != 1 || vs[0].SemVer != "1.0.0" || vs[0].Label() != "analytics/edit_funnel/1.0.0" {
-		t.Errorf("edit_funnel: %+v", vs)
+	if vs := repo["analytics/edit_funnel"]; len(vs) != 2 || vs[0].SemVer != "1.0.0" || vs[1].SemVer != "1.1.0" || vs[0].Label() != "analytics/edit_funnel/1.0.0" {
+		t.Errorf("edit_funnel: %d versions", len(vs))
 	}
 	// The example repository lints clean.
 	for _, s := range Subjects(repo) {

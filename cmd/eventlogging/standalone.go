@@ -118,7 +118,18 @@ func serveAll(ctx context.Context, c config.Config, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/registry/", http.StripPrefix("/registry", reg.Handler()))
 	mux.Handle("/", late)
-	g.Go(func() error { return intake.Serve(gctx, ln, mux, log) })
+	// HTTP stops last: the sinks and the processor resolve schemas through
+	// the registry it serves, also while they finish their last batch.
+	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHTTP()
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- intake.Serve(httpCtx, ln, mux, log) }()
+	defer func() {
+		stopHTTP()
+		if err := <-httpDone; err != nil {
+			log.Error("http server", "err", err)
+		}
+	}()
 
 	// The processor resolves through the registry: register the schema
 	// folder before the first event is processed.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/schemarepo"
 )
 
 // ImportStats counts what [Registry.ImportDir] did.
@@ -237,28 +238,8 @@ func eventPlatformFiles(root string) ([]eventPlatformFile, error) {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b eventPlatformFile) int {
-		return cmp.Or(strings.Compare(a.title, b.title), compareVersions(a.version, b.version), strings.Compare(a.path, b.path))
+		return cmp.Or(strings.Compare(a.title, b.title), schemarepo.CompareVersions(a.version, b.version), strings.Compare(a.path, b.path))
 	})
 	// One file per version: x/1.0.0.json wins over x/1.0.0.yaml.
 	return slices.CompactFunc(out, func(a, b eventPlatformFile) bool { return a.title == b.title && a.version == b.version }), nil
-}
-
-// compareVersions orders dotted versions numerically where both parts are
-// numbers (1.9.0 < 1.10.0), textually otherwise.
-func compareVersions(a, b string) int {
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(as) && i < len(bs); i++ {
-		x, errx := strconv.Atoi(as[i])
-		y, erry := strconv.Atoi(bs[i])
-		if errx == nil && erry == nil {
-			if c := cmp.Compare(x, y); c != 0 {
-				return c
-			}
-			continue
-		}
-		if c := strings.Compare(as[i], bs[i]); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(as), len(bs))
 }

@@ -92,7 +92,7 @@ func Load(dir string) (map[string][]Version, error) {
 	}
 	for s := range out {
 		slices.SortFunc(out[s], func(a, b Version) int {
-			return cmp.Or(cmp.Compare(a.Revision, b.Revision), compareSemVer(a.SemVer, b.SemVer))
+			return cmp.Or(cmp.Compare(a.Revision, b.Revision), CompareVersions(a.SemVer, b.SemVer))
 		})
 	}
 	return out, nil
@@ -108,8 +108,9 @@ func Subjects(repo map[string][]Version) []string {
 	return names
 }
 
-// compareSemVer orders "1.2.10" after "1.2.9"; non-numeric parts compare as text.
-func compareSemVer(a, b string) int {
+// CompareVersions orders dotted versions numerically where both parts are
+// numbers ("1.2.10" after "1.2.9"), textually otherwise.
+func CompareVersions(a, b string) int {
 	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
 	for i := 0; i < len(pa) && i < len(pb); i++ {
 		na, ea := strconv.Atoi(pa[i])

@@ -68,7 +68,7 @@ func TestDiff(t *testing.T) {
 }
 
 func TestCompareSemVer(t *testing.T) {
-	if compareSemVer("1.2.10", "1.2.9") <= 0 || compareSemVer("1.0.0", "1.0.0") != 0 || compareSemVer("2.0.0", "10.0.0") >= 0 {
+	if CompareVersions("1.2.10", "1.2.9") <= 0 || CompareVersions("1.0.0", "1.0.0") != 0 || CompareVersions("2.0.0", "10.0.0") >= 0 {
 		t.Error("semver order")
 	}
 }

@@ -83,11 +83,23 @@
 // rewritten file is never rewritten (hashed) again, and an original whose
 // rewrite exists is simply removed. _SUCCESS and other files stay.
 //
-// Parquet: files of a schema without a Rule are removed with their
-// partition (or alone, in a partition being sanitised), but rewriting a
-// Parquet file of a schema with a Rule is not implemented: such a
-// partition is left untouched and unmarked, and the run returns an error
-// wrapping [ErrParquetSanitise].
+// Parquet files go the same way. A file whose name's schema has no Rule
+// is removed (with its partition, or alone in a partition being
+// sanitised). A file whose schema has one is rewritten row by row, to
+// <name>.sanitised.parquet, with the same resumption: each row is
+// sanitised with the Rule of its "schema" column (the file name's schema
+// when that is NULL) and dropped when it has none. The file's Parquet
+// schema is kept unchanged (filesink makes every field optional), so
+// readers keep working: the bookkeeping and kept columns stay (a field
+// naming a group keeps all its leaves), a hashed text (BYTE_ARRAY) column
+// holds the HMAC of its text — for filesink's JSON-text columns (arrays,
+// free objects, unions) that is the value's compact JSON, as in JSON
+// lines — and every other column is set NULL, including a hashed column
+// that is not text (a number, a boolean, a group), which cannot hold a
+// hash, as in SQL. Key/value metadata is copied; the rewrite is Snappy
+// compressed. A file with a required or repeated column to drop (which
+// filesink never writes) is not rewritten: its partition is left unmarked
+// and the run returns an error wrapping [ErrParquetSanitise].
 //
 // # Dry run, counts, resuming
 //

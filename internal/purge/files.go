@@ -37,11 +37,6 @@ const (
 	deletingSuffix = ".purge-deleting"
 )
 
-// ErrParquetSanitise is returned (wrapped, with the partition) for a
-// Parquet file holding a schema that has a rule: PurgeFiles cannot
-// rewrite Parquet yet, so it leaves that partition untouched and unmarked.
-var ErrParquetSanitise = errors.New("purge: sanitising Parquet files is not implemented")
-
 // hourPartition is one <topic>/year=/month=/day=/hour= directory.
 type hourPartition struct {
 	dir   string
@@ -62,7 +57,9 @@ type hourPartition struct {
 // to <name>.sanitised.jsonl.gz, then the original is removed; when every
 // file is done, the SanitisedMarker is written and later runs skip the
 // partition. Parquet files of schemas without a rule are removed; Parquet
-// files of a schema with a rule are not supported (ErrParquetSanitise).
+// files of a schema with a rule are rewritten the same way, to
+// <name>.sanitised.parquet, with the file's schema unchanged and every
+// dropped column NULL (see rewriteParquet).
 //
 // Errors of one partition do not stop the others; they are joined. An
 // interrupted run is finished by running again.
@@ -216,12 +213,18 @@ func (fp *filePurge) partition(dir string) error {
 		}
 	}
 	for _, name := range parquet {
-		if _, ok := fp.p.Rules[parquetSchema(name)]; ok {
-			errs = append(errs, fmt.Errorf("%s: %w", name, ErrParquetSanitise))
+		if _, ok := fp.p.Rules[parquetSchema(name)]; !ok {
+			// No rule: the whole file goes, as its records would.
+			if err := removeSync(filepath.Join(dir, name), dir); err != nil {
+				errs = append(errs, err)
+			}
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
-			errs = append(errs, err)
+		k, d, err := fp.rewriteParquet(dir, name, h.Hash)
+		kept += k
+		dropped += d
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -242,6 +245,9 @@ func (fp *filePurge) anyRule(dir string, jsonl, parquet []string) (bool, error) 
 		return false, nil
 	}
 	for _, name := range parquet {
+		if strings.HasSuffix(name, sanitisedParquetSuffix) {
+			return true, nil // an interrupted sanitisation: finish it
+		}
 		if _, ok := fp.p.Rules[parquetSchema(name)]; ok {
 			return true, nil
 		}
@@ -411,9 +417,11 @@ func schemaOf(rec map[string]any) string {
 }
 
 // parquetSchema is the schema name in a filesink Parquet file name,
-// part-<p>-<first>-<last>.<Name>_<revision>.parquet.
+// part-<p>-<first>-<last>.<Name>_<revision>.parquet (or its rewrite,
+// ….<Name>_<revision>.sanitised.parquet).
 func parquetSchema(name string) string {
 	name = strings.TrimSuffix(name, parquetSuffix)
+	name = strings.TrimSuffix(name, ".sanitised")
 	if i := strings.Index(name, "."); i >= 0 {
 		name = name[i+1:]
 	}

@@ -283,25 +283,6 @@ func TestPurgeFilesResume(t *testing.T) {
 	}
 }
 
-// TestPurgeFilesParquet: a Parquet file of an allow-listed schema cannot
-// be sanitised yet; the partition is left as it is and reported.
-func TestPurgeFilesParquet(t *testing.T) {
-	root := t.TempDir()
-	c := makeCapsule(t, testEvent{"Edit", 1, true})
-	dir := capsuleHour(t, root, "eventlogging_Edit", c)
-	writeFile(t, filepath.Join(dir, "part-0-0-0.Edit_1.parquet"), "PAR1")
-	_, err := PurgeFiles(t.Context(), root, testPolicy(t))
-	if !errors.Is(err, ErrParquetSanitise) {
-		t.Fatalf("err = %v, want ErrParquetSanitise", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "part-0-0-0.Edit_1.parquet")); err != nil {
-		t.Error(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, SanitisedMarker)); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("partition marked sanitised: %v", err)
-	}
-}
-
 func jsonUnmarshal(s string, v *map[string]any) error {
 	d, err := capsule.Decode([]byte(s))
 	if err != nil {

@@ -351,27 +351,35 @@ func (fp *filePurge) rewriteJSONL(dir, name string, hash func(string) string) (k
 	if err != nil {
 		return 0, 0, err
 	}
+	return finishRewrite(tmp, tmpPath, dir, final, src, kept, dropped, gz.Close, bw.Flush)
+}
+
+// finishRewrite publishes a rewritten file: when no record was kept the temp
+// file and the original are removed; otherwise the writers are flushed in
+// order, the temp file is fsynced and renamed to final, the directory is
+// fsynced, and only then is the original removed (so an interrupted run
+// resumes from the .sanitised file).
+func finishRewrite(tmp *os.File, tmpPath, dir, final, src string, kept, dropped int, flush ...func() error) (int, int, error) {
 	if kept == 0 {
 		_ = tmp.Close()
 		_ = os.Remove(tmpPath)
 		return 0, dropped, removeSync(src, dir)
 	}
-	if err = gz.Close(); err != nil {
+	for _, f := range flush {
+		if err := f(); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := tmp.Sync(); err != nil {
 		return 0, 0, err
 	}
-	if err = bw.Flush(); err != nil {
+	if err := tmp.Close(); err != nil {
 		return 0, 0, err
 	}
-	if err = tmp.Sync(); err != nil {
+	if err := os.Rename(tmpPath, filepath.Join(dir, final)); err != nil {
 		return 0, 0, err
 	}
-	if err = tmp.Close(); err != nil {
-		return 0, 0, err
-	}
-	if err = os.Rename(tmpPath, filepath.Join(dir, final)); err != nil {
-		return 0, 0, err
-	}
-	if err = syncDir(dir); err != nil {
+	if err := syncDir(dir); err != nil {
 		return 0, 0, err
 	}
 	return kept, dropped, removeSync(src, dir)

@@ -186,30 +186,7 @@ func (fp *filePurge) rewriteParquet(dir, name string, hash func(string) string) 
 			return 0, 0, err
 		}
 	}
-	if kept == 0 {
-		_ = tmp.Close()
-		_ = os.Remove(tmpPath)
-		return 0, dropped, removeSync(src, dir)
-	}
-	if err = w.Close(); err != nil {
-		return 0, 0, err
-	}
-	if err = bw.Flush(); err != nil {
-		return 0, 0, err
-	}
-	if err = tmp.Sync(); err != nil {
-		return 0, 0, err
-	}
-	if err = tmp.Close(); err != nil {
-		return 0, 0, err
-	}
-	if err = os.Rename(tmpPath, filepath.Join(dir, final)); err != nil {
-		return 0, 0, err
-	}
-	if err = syncDir(dir); err != nil {
-		return 0, 0, err
-	}
-	return kept, dropped, removeSync(src, dir)
+	return finishRewrite(tmp, tmpPath, dir, final, src, kept, dropped, w.Close, bw.Flush)
 }
 
 // sanitiseRowGroup writes the sanitised rows of one row group to w.

@@ -20,8 +20,6 @@ import (
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/process"
-	"github.com/eventlogging/eventlogging/internal/registry"
-	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
 const processHelp = `Usage:
@@ -169,21 +167,18 @@ func newProcessor(c config.Config, hasher process.IPHasher) (*process.Processor,
 	if err != nil {
 		return nil, err
 	}
-	var src schema.Source = schema.NewDirSource(p.SchemasDir)
+	res, err := schemaResolver(c)
+	if err != nil {
+		return nil, err
+	}
 	var avro process.AvroEncoder
 	if u := c.Registry.URL; u != "" {
-		cl, err := registry.NewClient(u, nil)
-		if err != nil {
-			return nil, err
-		}
-		src = cl
 		codec, err := avrowire.New(u, 0)
 		if err != nil {
 			return nil, err
 		}
 		avro = codec
 	}
-	res := schema.NewResolver(src, schema.ResolverConfig{NegativeTTL: p.NegativeCacheTTL})
 	return process.New(res, hasher, process.Config{
 		IPPolicy:                 policy,
 		TrustClientCapsuleFields: p.TrustClientCapsuleFields,

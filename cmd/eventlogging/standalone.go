@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -162,10 +161,7 @@ func serveAll(ctx context.Context, c config.Config, log *slog.Logger) error {
 // writeStandaloneInfo records the HTTP endpoints in the data directory for
 // other commands (tail finds the registry there).
 func writeStandaloneInfo(dataDir string, addr net.Addr) error {
-	host := addr.String()
-	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
-		host = net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
-	}
+	host := hostAddr(addr)
 	info := standaloneInfo{HTTP: "http://" + host, Registry: "http://" + host + "/registry"}
 	b, err := json.Marshal(info)
 	if err != nil {

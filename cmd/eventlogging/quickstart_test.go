@@ -87,7 +87,7 @@ func TestQuickstart(t *testing.T) {
 	sa.stop(t)
 	startService(t, "standalone (restarted)", nil, args...)
 	waitReady(t, base)
-	again := runCLI(t, "tail", "--data-dir", dataDir, "--from-beginning", "--timeout", "3s", "eventlogging_NavigationTiming")
+	again := runCLI(t, "tail", "--data-dir", dataDir, "--from-beginning", "--timeout", "15s", "eventlogging_NavigationTiming")
 	if got := strings.Count(strings.TrimSpace(again), "\n") + 1; got != 2 {
 		t.Fatalf("after a restart the topic holds %d events, want the same 2 (lost data, or reprocessed without offsets):\n%s", got, again)
 	}

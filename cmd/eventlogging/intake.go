@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -83,7 +84,8 @@ func runIntake(ctx context.Context, args []string, stderr io.Writer, log *slog.L
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	p, err := newPipeline(ctx, c, log)
+	m := newRoleMetrics()
+	p, err := newPipeline(ctx, c, log, m)
 	if err != nil {
 		return err
 	}
@@ -94,7 +96,10 @@ func runIntake(ctx context.Context, args []string, stderr io.Writer, log *slog.L
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	p.start(g, gctx, false)
-	g.Go(func() error { return intake.Serve(gctx, ln, p.server, log) })
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.handler())
+	mux.Handle("/", m.wrap("intake", p.server))
+	g.Go(func() error { return intake.Serve(gctx, ln, mux, log) })
 	log.Info("intake listening", "addr", ln.Addr().String(), "raw_topic", c.Intake.RawTopic)
 	return g.Wait()
 }
@@ -116,9 +121,10 @@ type pipeline struct {
 
 // newPipeline connects to Kafka, creates the topics, loads the IP key and
 // builds the intake; start runs its goroutines.
-func newPipeline(ctx context.Context, c config.Config, log *slog.Logger) (*pipeline, error) {
+func newPipeline(ctx context.Context, c config.Config, log *slog.Logger, m *roleMetrics) (*pipeline, error) {
 	p := &pipeline{cfg: c, log: log}
 	p.kc = kafkaConfig(c, log)
+	p.kc.Metrics = m.kafkaMetrics()
 	ok := false
 	defer func() {
 		if !ok {
@@ -146,7 +152,7 @@ func newPipeline(ctx context.Context, c config.Config, log *slog.Logger) (*pipel
 		return nil, err
 	}
 	p.rot, p.store = rot, store
-	if p.proc, err = newProcessor(c, hasher); err != nil {
+	if p.proc, err = newProcessor(c, hasher, m); err != nil {
 		return nil, err
 	}
 	if p.queue, err = spool.Open(c.Intake.SpoolDir, spool.Config{MaxBytes: c.Intake.SpoolMaxBytes, Logger: log}); err != nil {
@@ -170,6 +176,7 @@ func newPipeline(ctx context.Context, c config.Config, log *slog.Logger) (*pipel
 		CORSOrigin:     c.Intake.CORSOrigin,
 		TrustedProxies: proxies,
 		DropClientIP:   c.Process.IP == "drop",
+		Metrics:        intake.NewMetrics(m.registerer(), p.writer),
 		Logger:         log.With("component", "intake"),
 	})
 	if err != nil {
@@ -190,6 +197,7 @@ func (p *pipeline) start(g *errgroup.Group, ctx context.Context, withProcessor b
 		g.Go(func() error { return p.rot.Run(ctx) })
 	}
 	g.Go(func() error { return p.writer.Run(ctx) })
+	g.Go(func() error { return p.server.RunCanaries(ctx, p.cfg.Intake.CanaryInterval, p.cfg.Intake.CanaryEvents) })
 	if withProcessor {
 		g.Go(func() error { return runPipe(ctx, p.cfg, p.kc, p.proc, p.log) })
 	}

@@ -150,7 +150,7 @@ func loadStreams(path string) (*process.Streams, error) {
 }
 
 // newProcessor builds the processing function from the configuration.
-func newProcessor(c config.Config, hasher process.IPHasher) (*process.Processor, error) {
+func newProcessor(c config.Config, hasher process.IPHasher, m *roleMetrics) (*process.Processor, error) {
 	p := c.Process
 	policy, err := process.ParseIPPolicy(p.IP)
 	if err != nil {
@@ -167,7 +167,7 @@ func newProcessor(c config.Config, hasher process.IPHasher) (*process.Processor,
 	if err != nil {
 		return nil, err
 	}
-	res, err := schemaResolver(c)
+	res, err := schemaResolver(c, m)
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +189,7 @@ func newProcessor(c config.Config, hasher process.IPHasher) (*process.Processor,
 		ProcessorID:              p.ProcessorID,
 		Streams:                  streams,
 		Avro:                     avro,
+		Metrics:                  m.processMetrics(),
 	})
 }
 
@@ -219,7 +220,7 @@ func processOffline(ctx context.Context, c config.Config, f processFlags, stdin 
 			log.Warn("offline: no --ip-hash-key-hex, hashing client IPs with a random key; hashes differ from run to run")
 		}
 	}
-	proc, err := newProcessor(c, iphash.NewHasher(alg, key))
+	proc, err := newProcessor(c, iphash.NewHasher(alg, key), nil)
 	if err != nil {
 		return err
 	}
@@ -286,7 +287,9 @@ func kafkaConfig(c config.Config, log *slog.Logger) kafka.Config {
 
 func processKafka(ctx context.Context, c config.Config, log *slog.Logger) error {
 	log = log.With("component", "process")
+	m := newRoleMetrics()
 	kc := kafkaConfig(c, log)
+	kc.Metrics = m.kafka
 	admin, err := kafka.NewClient(kc)
 	if err != nil {
 		return err
@@ -310,7 +313,7 @@ func processKafka(ctx context.Context, c config.Config, log *slog.Logger) error 
 	if store != nil {
 		defer store.Close()
 	}
-	proc, err := newProcessor(c, hasher)
+	proc, err := newProcessor(c, hasher, m)
 	if err != nil {
 		return err
 	}
@@ -319,6 +322,7 @@ func processKafka(ctx context.Context, c config.Config, log *slog.Logger) error 
 		g.Go(func() error { return rot.Run(gctx) })
 	}
 	g.Go(func() error { return runPipe(gctx, c, kc, proc, log) })
+	m.serveMetrics(gctx, g, c, ":9101", kc, []string{c.Process.Group}, log)
 	return g.Wait()
 }
 

@@ -72,11 +72,17 @@ func runRegistry(ctx context.Context, args []string, stderr io.Writer, log *slog
 		self = "http://" + hostAddr(ln.Addr())
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	reg, err := startRegistry(gctx, g, c, kafkaConfig(c, log), self, log)
+	m := newRoleMetrics()
+	kc := kafkaConfig(c, log)
+	kc.Metrics = m.kafka
+	reg, err := startRegistry(gctx, g, c, kc, self, log)
 	if err != nil {
 		return err
 	}
-	g.Go(func() error { return intake.Serve(gctx, ln, reg.Handler(), log) })
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.handler())
+	mux.Handle("/", m.wrap("registry", reg.Handler()))
+	g.Go(func() error { return intake.Serve(gctx, ln, mux, log) })
 	if dir := c.Registry.ImportDir; dir != "" {
 		g.Go(func() error { return importSchemas(gctx, reg, dir, log) })
 	}

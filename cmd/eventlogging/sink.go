@@ -72,17 +72,28 @@ func runSink(ctx context.Context, args []string, stderr io.Writer, log *slog.Log
 		return fmt.Errorf("%w: sink: give --sql DSN and/or --files DIR", errUsage)
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	closeSinks, err := startSinks(gctx, g, c, kafkaConfig(c, log), log)
+	m := newRoleMetrics()
+	kc := kafkaConfig(c, log)
+	kc.Metrics = m.kafka
+	closeSinks, err := startSinks(gctx, g, c, kc, log, m)
 	if err != nil {
 		return err
 	}
+	var groups []string
+	if c.Sink.SQL != "" {
+		groups = append(groups, c.Sink.Group+"-sql")
+	}
+	if c.Sink.Files != "" {
+		groups = append(groups, c.Sink.Group+"-files")
+	}
+	m.serveMetrics(gctx, g, c, ":9102", kc, groups, log)
 	err = g.Wait()
 	return errors.Join(err, closeSinks())
 }
 
 // schemaResolver resolves schemas through the registry when one is
 // configured, else from the schema folder.
-func schemaResolver(c config.Config) (*schema.Resolver, error) {
+func schemaResolver(c config.Config, m *roleMetrics) (*schema.Resolver, error) {
 	var src schema.Source = schema.NewDirSource(c.Process.SchemasDir)
 	if c.Registry.URL != "" {
 		cl, err := registry.NewClient(c.Registry.URL, nil)
@@ -91,7 +102,7 @@ func schemaResolver(c config.Config) (*schema.Resolver, error) {
 		}
 		src = cl
 	}
-	return schema.NewResolver(src, schema.ResolverConfig{NegativeTTL: c.Process.NegativeCacheTTL}), nil
+	return schema.NewResolver(src, schema.ResolverConfig{NegativeTTL: c.Process.NegativeCacheTTL, Metrics: m.schemaMetrics()}), nil
 }
 
 // sqlTarget splits sink.sql into a dialect and a driver DSN.
@@ -108,8 +119,8 @@ func sqlTarget(dsn string) (sqlsink.Dialect, string) {
 
 // startSinks starts the configured sinks in g and returns what closes them
 // after g is done.
-func startSinks(ctx context.Context, g *errgroup.Group, c config.Config, kc kafka.Config, log *slog.Logger) (func() error, error) {
-	res, err := schemaResolver(c)
+func startSinks(ctx context.Context, g *errgroup.Group, c config.Config, kc kafka.Config, log *slog.Logger, m *roleMetrics) (func() error, error) {
+	res, err := schemaResolver(c, m)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +147,7 @@ func startSinks(ctx context.Context, g *errgroup.Group, c config.Config, kc kafk
 		Producer:   prod,
 		Creator:    prod.Topics(topicDefaults(c)),
 		Logger:     log.With("component", "sink"),
+		Metrics:    m.sinkMetrics(),
 	}
 	if c.Sink.SQL != "" {
 		dialect, dsn := sqlTarget(c.Sink.SQL)

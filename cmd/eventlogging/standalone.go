@@ -103,20 +103,24 @@ func serveAll(ctx context.Context, c config.Config, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
+	m := newRoleMetrics()
+	kc := kafkaConfig(c, log)
+	kc.Metrics = m.kafka
 	// fail stops what already runs before returning a start-up error.
 	fail := func(err error) error {
 		cancel()
 		_ = g.Wait()
 		return err
 	}
-	reg, err := startRegistry(gctx, g, c, kafkaConfig(c, log), c.Registry.URL, log)
+	reg, err := startRegistry(gctx, g, c, kc, c.Registry.URL, log)
 	if err != nil {
 		return fail(err)
 	}
 	late := &lateHandler{}
 	mux := http.NewServeMux()
-	mux.Handle("/registry/", http.StripPrefix("/registry", reg.Handler()))
-	mux.Handle("/", late)
+	mux.Handle("/registry/", http.StripPrefix("/registry", m.wrap("registry", reg.Handler())))
+	mux.Handle("GET /metrics", m.handler())
+	mux.Handle("/", m.wrap("intake", late))
 	// HTTP stops last: the sinks and the processor resolve schemas through
 	// the registry it serves, also while they finish their last batch.
 	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
@@ -135,14 +139,14 @@ func serveAll(ctx context.Context, c config.Config, log *slog.Logger) error {
 	if err := importSchemas(gctx, reg, c.Process.SchemasDir, log); err != nil {
 		return fail(err)
 	}
-	p, err := newPipeline(gctx, c, log)
+	p, err := newPipeline(gctx, c, log, m)
 	if err != nil {
 		return fail(err)
 	}
 	defer p.close()
 	late.set(p.server)
 	p.start(g, gctx, true)
-	closeSinks, err := startSinks(gctx, g, c, kafkaConfig(c, log), log)
+	closeSinks, err := startSinks(gctx, g, c, kc, log, m)
 	if err != nil {
 		return fail(err)
 	}
@@ -151,6 +155,7 @@ func serveAll(ctx context.Context, c config.Config, log *slog.Logger) error {
 			log.Error("closing the sinks", "err", err)
 		}
 	}()
+	m.watchLag(gctx, g, c, kc, nil, log)
 	if err := writeStandaloneInfo(c.Standalone.DataDir, ln.Addr()); err != nil {
 		return fail(err)
 	}

@@ -33,6 +33,29 @@ type Config struct {
 	Standalone Standalone `yaml:"standalone"`
 	Registry   Registry   `yaml:"registry"`
 	Sink       Sink       `yaml:"sink"`
+	Metrics    Metrics    `yaml:"metrics"`
+	Dashboard  Dashboard  `yaml:"dashboard"`
+}
+
+// Metrics configures the /metrics endpoint of roles without an HTTP
+// listener of their own (process, sink); the intake, registry, dashboard
+// and standalone serve /metrics on their listener.
+type Metrics struct {
+	// Listen is the address of /metrics; default ":9101" for process,
+	// ":9102" for sink; "off" disables it.
+	Listen string `yaml:"listen"`
+	// LagInterval is how often consumer lag is computed; default 15s.
+	LagInterval time.Duration `yaml:"lag_interval"`
+}
+
+// Dashboard configures `eventlogging dashboard` (and the dashboard inside
+// standalone, at /dashboard/).
+type Dashboard struct {
+	// Listen is the HTTP address of `eventlogging dashboard`.
+	Listen string `yaml:"listen"`
+	// ReplayToken, when set, is required to replay EventErrors from the
+	// dashboard. Env EVENTLOGGING_DASHBOARD_REPLAY_TOKEN.
+	ReplayToken string `yaml:"replay_token"`
 }
 
 // Sink configures `eventlogging sink` (and the sinks inside standalone).
@@ -104,6 +127,15 @@ type Intake struct {
 	// hasty POSTs answered before Kafka acknowledged them).
 	BufferRecords   int           `yaml:"buffer_records"`
 	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
+	// CanaryInterval: every interval the intake sends each CanaryEvents
+	// event through the raw path, marked as a canary (webHost or
+	// meta.domain "canary"); sinks record when they see it
+	// (eventlogging_canary_last_seen_timestamp_seconds) and do not store
+	// it. 0 disables canaries.
+	CanaryInterval time.Duration `yaml:"canary_interval"`
+	// CanaryEvents are valid events, one per stream to watch: legacy
+	// capsules ({schema, revision, event}) or Event Platform events.
+	CanaryEvents []map[string]any `yaml:"canary_events"`
 }
 
 // Standalone configures `eventlogging standalone`.
@@ -198,6 +230,8 @@ func Default() Config {
 			FileMaxAge: 10 * time.Minute,
 			Lateness:   time.Hour,
 		},
+		Metrics:   Metrics{LagInterval: 15 * time.Second},
+		Dashboard: Dashboard{Listen: ":8090"},
 		Standalone: Standalone{
 			DataDir:     "data",
 			KafkaListen: "127.0.0.1:19092",
@@ -362,6 +396,27 @@ func (c *Config) validateIntake() error {
 	}
 	if in.DeliveryTimeout < time.Second {
 		return fmt.Errorf("config: intake.delivery_timeout: %s, want at least 1s", in.DeliveryTimeout)
+	}
+	if in.CanaryInterval < 0 || (in.CanaryInterval > 0 && in.CanaryInterval < time.Second) {
+		return fmt.Errorf("config: intake.canary_interval: %s, want 0 (off) or at least 1s", in.CanaryInterval)
+	}
+	for i, ev := range in.CanaryEvents {
+		_, legacy := ev["schema"]
+		_, platform := ev["$schema"]
+		if !legacy && !platform {
+			return fmt.Errorf("config: intake.canary_events[%d]: want a legacy capsule (schema, revision, event) or an Event Platform event ($schema, meta.stream)", i)
+		}
+	}
+	if m := c.Metrics.Listen; m != "" && m != "off" {
+		if _, _, err := net.SplitHostPort(m); err != nil {
+			return fmt.Errorf("config: metrics.listen: %q: %w", m, err)
+		}
+	}
+	if c.Metrics.LagInterval < time.Second {
+		return fmt.Errorf("config: metrics.lag_interval: %s, want at least 1s", c.Metrics.LagInterval)
+	}
+	if _, _, err := net.SplitHostPort(c.Dashboard.Listen); err != nil {
+		return fmt.Errorf("config: dashboard.listen: %q: %w", c.Dashboard.Listen, err)
 	}
 	r := &c.Registry
 	if r.URL != "" && !strings.HasPrefix(r.URL, "http://") && !strings.HasPrefix(r.URL, "https://") {

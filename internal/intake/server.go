@@ -47,6 +47,8 @@ type Config struct {
 	RetryAfter time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// Metrics counts received and refused events; nil counts nothing.
+	Metrics *Metrics
 }
 
 // Validator is the processing function the synchronous POST uses.
@@ -142,17 +144,22 @@ func (s *Server) RecvFrom() string { return s.cfg.RecvFrom }
 
 // beacon: GET /beacon/event?<url-encoded JSON capsule>;
 func (s *Server) beacon(rw http.ResponseWriter, r *http.Request) {
+	m := s.cfg.Metrics
+	m.receive("beacon", 1)
 	if len(r.RequestURI) > s.cfg.MaxURLLength {
+		m.reject("beacon", reasonTooLarge, 1)
 		writeError(rw, http.StatusRequestURITooLong, fmt.Sprintf("beacon URL of %d characters exceeds the %d-character limit", len(r.RequestURI), s.cfg.MaxURLLength))
 		return
 	}
 	q := r.URL.RawQuery
 	if q == "" || q == ";" {
+		m.reject("beacon", reasonMalformed, 1)
 		writeError(rw, http.StatusBadRequest, "empty beacon: send /beacon/event?<url-encoded JSON>;")
 		return
 	}
 	line := appendRawLine(make([]byte, 0, len(q)+128), []byte(q), s.cfg.RecvFrom, s.seq.Add(1), time.Now(), s.ip(r), r.UserAgent())
 	if err := s.w.Enqueue([]kafka.Message{{Topic: s.cfg.RawTopic, Value: line}}); err != nil {
+		m.reject("beacon", reasonOverload, 1)
 		s.unavailable(rw, err)
 		return
 	}
@@ -194,6 +201,11 @@ type PostResponse struct {
 
 // events: POST /v1/events with one JSON event or an array of events.
 func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
+	m := s.cfg.Metrics
+	route := "post"
+	if hasty, _ := strconv.ParseBool(r.URL.Query().Get("hasty")); hasty {
+		route = "hasty"
+	}
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); ct != "" && (err != nil || (mt != "application/json" && mt != "text/plain")) {
 		writeError(rw, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q: send application/json or text/plain", ct))
@@ -202,19 +214,29 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
+		m.receive(route, 1)
 		if errors.As(err, &tooBig) {
+			m.reject(route, reasonTooLarge, 1)
 			writeError(rw, http.StatusRequestEntityTooLarge, fmt.Sprintf("body exceeds the %d-byte limit", s.cfg.MaxBodyBytes))
 			return
 		}
+		m.reject(route, reasonMalformed, 1)
 		writeError(rw, http.StatusBadRequest, "reading body: "+err.Error())
 		return
 	}
 	events, status, msg := s.split(body)
 	if status != 0 {
+		m.receive(route, 1)
+		reason := reasonMalformed
+		if status == http.StatusRequestEntityTooLarge {
+			reason = reasonTooLarge
+		}
+		m.reject(route, reason, 1)
 		writeError(rw, status, msg)
 		return
 	}
-	if hasty, _ := strconv.ParseBool(r.URL.Query().Get("hasty")); hasty {
+	m.receive(route, len(events))
+	if route == "hasty" {
 		s.hasty(rw, r, events)
 		return
 	}
@@ -242,9 +264,11 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 	// Valid events and the EventErrors of invalid ones are acknowledged
 	// (acks=all) or spooled before the answer.
 	if err := s.w.Deliver(r.Context(), msgs); err != nil {
+		m.reject(route, reasonOverload, len(events))
 		s.unavailable(rw, err)
 		return
 	}
+	m.reject(route, reasonInvalid, resp.Invalid)
 	code := http.StatusCreated
 	switch {
 	case resp.Accepted == 0:
@@ -264,6 +288,7 @@ func (s *Server) hasty(rw http.ResponseWriter, r *http.Request, events [][]byte)
 		msgs[i] = kafka.Message{Topic: s.cfg.RawTopic, Value: appendRawLine(make([]byte, 0, len(q)+128), q, s.cfg.RecvFrom, s.seq.Add(1), now, ip, ua)}
 	}
 	if err := s.w.Enqueue(msgs); err != nil {
+		s.cfg.Metrics.reject("hasty", reasonOverload, len(events))
 		s.unavailable(rw, err)
 		return
 	}

@@ -26,6 +26,9 @@ type Config struct {
 	MaxBufferedRecords int
 	// Logger receives the client's warnings and errors; default: discarded.
 	Logger *slog.Logger
+	// Metrics, if set, counts produce outcomes and exports franz-go's
+	// client metrics; shared by every client of the process.
+	Metrics *Metrics
 }
 
 // ErrNoBrokers is returned when Config.Brokers is empty.
@@ -72,6 +75,7 @@ func (c Config) opts() ([]kgo.Opt, error) {
 	if c.Logger != nil {
 		opts = append(opts, kgo.WithLogger(slogAdapter{c.Logger}))
 	}
+	opts = append(opts, c.Metrics.hooks(id)...)
 	return opts, nil
 }
 

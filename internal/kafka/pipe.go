@@ -150,6 +150,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 		})
 		recs := toRecords(fetches)
 		if len(recs) > 0 {
+			p.cfg.Kafka.Metrics.observeBatch(len(recs))
 			produced, err := p.batch(work, cl, topics, recs, outs)
 			if err != nil {
 				return err

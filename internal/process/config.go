@@ -46,6 +46,8 @@ func (p IPPolicy) String() string {
 
 // Config tunes a Processor. Zero values are documented per field.
 type Config struct {
+	// Metrics counts events by schema and outcome; nil counts nothing.
+	Metrics *Metrics
 	// IPPolicy: hash (default), drop or keep.
 	IPPolicy IPPolicy
 	// TrustClientCapsuleFields restores the 2015 behaviour: recvFrom, seqId,

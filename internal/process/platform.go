@@ -44,12 +44,12 @@ func (p *Processor) buildPlatform(ctx context.Context, fl *lineformat.Fields, ev
 	sch, err := p.res.ResolveURI(ctx, uri)
 	switch {
 	case errors.Is(err, schema.ErrNotFound):
-		return route{}, processorFailure("unknown schema %s", uri)
+		return route{}, labelled(name, processorFailure("unknown schema %s", uri))
 	case err != nil:
-		return route{}, processorFailure("resolve schema %s: %v", uri, err)
+		return route{}, labelled(name, processorFailure("resolve schema %s: %v", uri, err))
 	}
 	if stream.SchemaTitle != "" && sch.Title() != stream.SchemaTitle {
-		return route{}, invalid("/$schema", fmt.Sprintf("stream %q accepts schema title %q, but %s has title %q", name, stream.SchemaTitle, uri, sch.Title()))
+		return route{}, labelled(name, invalid("/$schema", fmt.Sprintf("stream %q accepts schema title %q, but %s has title %q", name, stream.SchemaTitle, uri, sch.Title())))
 	}
 	meta["id"] = c.UUID
 	meta["dt"] = c.DT
@@ -79,21 +79,21 @@ func (p *Processor) buildPlatform(ctx context.Context, fl *lineformat.Fields, ev
 		for i, x := range ve.Violations {
 			viol[i] = capsule.Violation{Pointer: x.Pointer, Reason: x.Reason}
 		}
-		return route{}, &failure{code: capsule.CodeValidation, message: summarize(viol), violations: viol}
+		return route{}, &failure{code: capsule.CodeValidation, message: summarize(viol), violations: viol, label: name}
 	} else if err != nil {
-		return route{}, invalid("", err.Error())
+		return route{}, labelled(name, invalid("", err.Error()))
 	}
 	if stream.Format == "avro" {
 		if p.cfg.Avro == nil {
-			return route{}, processorFailure("stream %q is Avro but no schema registry is configured for Avro output", name)
+			return route{}, labelled(name, processorFailure("stream %q is Avro but no schema registry is configured for Avro output", name))
 		}
 		value, err := p.cfg.Avro.Encode(ctx, stream.AvroSubject, ev)
 		if err != nil {
-			return route{}, processorFailure("stream %q: %v", name, err)
+			return route{}, labelled(name, processorFailure("stream %q: %v", name, err))
 		}
-		return route{topics: []string{stream.Topic}, value: value}, nil
+		return route{topics: []string{stream.Topic}, value: value, label: name}, nil
 	}
-	return route{topics: []string{stream.Topic}, value: capsule.AppendValue(make([]byte, 0, len(fl.Capsule)+256), ev)}, nil
+	return route{topics: []string{stream.Topic}, value: capsule.AppendValue(make([]byte, 0, len(fl.Capsule)+256), ev), label: name}, nil
 }
 
 // AvroEncoder encodes a validated event with the latest Avro schema of a
@@ -107,4 +107,10 @@ type AvroEncoder interface {
 func invalid(pointer, reason string) *failure {
 	v := []capsule.Violation{{Pointer: pointer, Reason: reason}}
 	return &failure{code: capsule.CodeValidation, message: summarize(v), violations: v}
+}
+
+// labelled marks a failure of a configured stream, for metrics.
+func labelled(stream string, f *failure) *failure {
+	f.label = stream
+	return f
 }

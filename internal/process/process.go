@@ -181,9 +181,11 @@ func (p *Processor) finish(ctx context.Context, fl *lineformat.Fields, raw []byt
 		r, fail = p.build(ctx, fl, c)
 	}
 	if fail != nil {
+		p.cfg.Metrics.count(fail.label, fail.code)
 		out = append(out, Output{Topic: p.cfg.ErrorTopic, Value: p.errorValue(raw, src, fl, c, fail)})
 		return out, Result{UUID: c.UUID, Code: fail.code, Message: fail.message, Errors: fail.violations}
 	}
+	p.cfg.Metrics.count(r.label, "")
 	for _, t := range r.topics {
 		out = append(out, Output{Topic: t, Value: r.value})
 	}
@@ -194,6 +196,7 @@ func (p *Processor) finish(ctx context.Context, fl *lineformat.Fields, raw []byt
 type route struct {
 	topics []string
 	value  []byte
+	label  string // the schema (legacy) or stream (Event Platform), for metrics
 }
 
 func (p *Processor) topicsFor(name string, revision int64) schemaTopics {
@@ -222,6 +225,9 @@ type failure struct {
 	code       string
 	message    string
 	violations []capsule.Violation
+	// label is the schema or stream for metrics once it is known to be
+	// registered or configured; "" counts as unknown.
+	label string
 }
 
 func processorFailure(format string, args ...any) *failure {
@@ -249,6 +255,7 @@ func (p *Processor) build(ctx context.Context, fl *lineformat.Fields, c *capsule
 
 	var viol []capsule.Violation
 	addViol := func(ptr, reason string) { viol = append(viol, capsule.Violation{Pointer: ptr, Reason: reason}) }
+	label := "" // set once the schema resolved
 
 	// Capsule root: additionalProperties false, typed fields.
 	for k, val := range client {
@@ -314,6 +321,7 @@ func (p *Processor) build(ctx context.Context, fl *lineformat.Fields, c *capsule
 			case err != nil:
 				return route{}, processorFailure("resolve schema %s revision %d: %v", name, c.Revision, err)
 			}
+			label = name
 			var ve *schema.ValidationError
 			if err := sc.Validate(event); errors.As(err, &ve) {
 				for _, x := range ve.Violations {
@@ -325,11 +333,11 @@ func (p *Processor) build(ctx context.Context, fl *lineformat.Fields, c *capsule
 		}
 	}
 	if len(viol) > 0 {
-		return route{}, &failure{code: capsule.CodeValidation, message: summarize(viol), violations: viol}
+		return route{}, &failure{code: capsule.CodeValidation, message: summarize(viol), violations: viol, label: label}
 	}
 	t := p.topicsFor(c.Schema, c.Revision)
 	c.Topic = t.own
-	r := route{topics: t.list, value: c.AppendJSON(make([]byte, 0, len(fl.Capsule)+256))}
+	r := route{topics: t.list, value: c.AppendJSON(make([]byte, 0, len(fl.Capsule)+256)), label: label}
 	return r, nil
 }
 

@@ -34,6 +34,8 @@ type ResolverConfig struct {
 	// Now is the clock for negative-cache expiry, for tests. Default
 	// time.Now.
 	Now func() time.Time
+	// Metrics counts hits and misses; nil counts nothing.
+	Metrics *Metrics
 }
 
 // Resolver resolves schema ids to compiled schemas, fetching documents from
@@ -48,6 +50,7 @@ type Resolver struct {
 	fetchTimeout time.Duration
 	maxNegative  int
 	now          func() time.Time
+	metrics      *Metrics
 
 	// schemas is replaced, never modified, so hits need no lock.
 	schemas atomic.Pointer[map[ID]*Schema]
@@ -86,6 +89,7 @@ func NewResolver(src Source, cfg ResolverConfig) *Resolver {
 		fetchTimeout: cfg.FetchTimeout,
 		maxNegative:  cfg.MaxNegative,
 		now:          cfg.Now,
+		metrics:      cfg.Metrics,
 		negative:     map[ID]negativeEntry{},
 		inflight:     map[ID]*call{},
 	}
@@ -118,6 +122,7 @@ func NewResolver(src Source, cfg ResolverConfig) *Resolver {
 // A cache hit takes no lock and does not allocate.
 func (r *Resolver) Resolve(ctx context.Context, id ID) (*Schema, error) {
 	if s, ok := (*r.schemas.Load())[id]; ok {
+		r.metrics.inc(hitOf)
 		return s, nil
 	}
 	if err := id.Validate(); err != nil {
@@ -125,6 +130,7 @@ func (r *Resolver) Resolve(ctx context.Context, id ID) (*Schema, error) {
 	}
 	for {
 		if err := r.negativeHit(id); err != nil {
+			r.metrics.inc(negativeOf)
 			return nil, err
 		}
 		r.mu.Lock()
@@ -151,6 +157,7 @@ func (r *Resolver) Resolve(ctx context.Context, id ID) (*Schema, error) {
 		c := &call{done: make(chan struct{})}
 		r.inflight[id] = c
 		r.mu.Unlock()
+		r.metrics.inc(missOf)
 		r.lead(ctx, id, c)
 		return c.s, c.err
 	}

@@ -103,11 +103,14 @@ func (r *Resolver) ResolveURI(ctx context.Context, uri string) (*Schema, error) 
 	neg, negOK := c.negative[uri]
 	c.mu.RUnlock()
 	if ok {
+		r.metrics.inc(hitOf)
 		return s, nil
 	}
 	if negOK && r.now().Before(neg.until) {
+		r.metrics.inc(negativeOf)
 		return nil, neg.err
 	}
+	r.metrics.inc(missOf)
 	s, err := r.loadURI(ctx, uri)
 	switch {
 	case err == nil:

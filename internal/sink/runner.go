@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
@@ -40,6 +41,8 @@ type Config struct {
 	// Topics creates the error topic; may be nil when it exists.
 	Creator *kafka.Topics
 	Logger  *slog.Logger
+	// Metrics measures the sink; nil measures nothing.
+	Metrics *Metrics
 }
 
 func (c *Config) defaults() {
@@ -96,7 +99,9 @@ func RunSQL(ctx context.Context, cfg Config, w *sqlsink.Writer) error {
 	cfg.defaults()
 	log := cfg.Logger.With("sink", "sql")
 	bc := cfg.batchConfig(cfg.Group)
-	return kafka.ConsumeBatches(ctx, bc, func(ctx context.Context, batch []kafka.Record) error {
+	return kafka.ConsumeBatches(ctx, bc, func(ctx context.Context, all []kafka.Record) error {
+		start := time.Now()
+		batch := cfg.dropCanaries("sql", slices.Clone(all))
 		rows := make([]map[string]any, 0, len(batch))
 		idx := make([]int, 0, len(batch)) // rows[i] came from batch[idx[i]]
 		var bad []kafka.Record
@@ -114,6 +119,7 @@ func RunSQL(ctx context.Context, cfg Config, w *sqlsink.Writer) error {
 		}
 		res, err := w.Write(ctx, rows)
 		if err != nil {
+			cfg.Metrics.retried("sql")
 			return err // transient: retried
 		}
 		for _, p := range res.Poison {
@@ -121,7 +127,12 @@ func RunSQL(ctx context.Context, cfg Config, w *sqlsink.Writer) error {
 			why = append(why, p.Reason)
 		}
 		log.Debug("batch written", "rows", len(rows), "inserted", res.Inserted, "duplicates", res.Duplicates, "poison", len(bad))
-		return cfg.poison(ctx, "sql", bad, why)
+		if err := cfg.poison(ctx, "sql", bad, why); err != nil {
+			cfg.Metrics.retried("sql")
+			return err
+		}
+		cfg.Metrics.written("sql", batch, bad, start)
+		return nil
 	})
 }
 
@@ -161,12 +172,15 @@ func RunFiles(ctx context.Context, cfg Config, s *filesink.Sink, closeEvery time
 			}
 		}
 	}()
-	err := kafka.ConsumeBatches(runCtx, bc, func(ctx context.Context, batch []kafka.Record) error {
+	err := kafka.ConsumeBatches(runCtx, bc, func(ctx context.Context, all []kafka.Record) error {
+		start := time.Now()
+		batch := cfg.dropCanaries("files", slices.Clone(all))
 		res, err := s.Write(ctx, batch)
 		if errors.Is(err, filesink.ErrBroken) {
 			return fmt.Errorf("%w: %w", kafka.ErrFatalBatch, err)
 		}
 		if err != nil {
+			cfg.Metrics.retried("files")
 			return err
 		}
 		bad := make([]kafka.Record, len(res.Poison))
@@ -174,7 +188,12 @@ func RunFiles(ctx context.Context, cfg Config, s *filesink.Sink, closeEvery time
 		for i, p := range res.Poison {
 			bad[i], why[i] = p.Record, p.Reason
 		}
-		return cfg.poison(ctx, "files", bad, why)
+		if err := cfg.poison(ctx, "files", bad, why); err != nil {
+			cfg.Metrics.retried("files")
+			return err
+		}
+		cfg.Metrics.written("files", batch, bad, start)
+		return nil
 	})
 	stop()
 	<-done

@@ -1,0 +1,122 @@
+package inspect
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Overview is the pipeline at a glance: what the dashboard's first page and
+// `eventlogging status` show.
+type Overview struct {
+	Time    time.Time     `json:"time"`
+	Streams []StreamStats `json:"streams"` // one per output topic, sorted by topic
+	Groups  []GroupStats  `json:"groups"`  // processor and sink consumer groups
+	Roles   []RoleHealth  `json:"roles"`
+	// Totals over every stream, events per second over the last window.
+	ValidRate   float64 `json:"validRate"`
+	InvalidRate float64 `json:"invalidRate"`
+}
+
+// StreamStats is one output topic: a schema's topic, the raw topic or the
+// error topic.
+type StreamStats struct {
+	Topic  string    `json:"topic"`
+	Kind   string    `json:"kind"`   // "raw", "schema", "error", "mixed", "other"
+	Total  int64     `json:"total"`  // records in the topic (sum of high watermarks)
+	Rate   float64   `json:"rate"`   // records/s over the last window
+	Recent []float64 `json:"recent"` // records/s per interval, oldest first (sparkline), at most 60
+}
+
+// GroupStats is one consumer group.
+type GroupStats struct {
+	Group   string          `json:"group"`
+	State   string          `json:"state"` // Kafka's group state: Stable, Empty, …
+	Members int             `json:"members"`
+	Lag     int64           `json:"lag"` // total
+	Topics  []TopicGroupLag `json:"topics"`
+}
+
+// TopicGroupLag is a group's lag on one topic.
+type TopicGroupLag struct {
+	Topic string `json:"topic"`
+	Lag   int64  `json:"lag"`
+}
+
+// RoleHealth is whether a role is running.
+type RoleHealth struct {
+	Role    string `json:"role"` // intake, processor, sink-sql, sink-files, registry
+	Healthy bool   `json:"healthy"`
+	Detail  string `json:"detail"` // e.g. "2 members", "spool empty", the error
+}
+
+// SchemaSummary is one registry subject.
+type SchemaSummary struct {
+	Name          string `json:"name"`
+	Type          string `json:"type"` // JSON or AVRO
+	Versions      []int  `json:"versions"`
+	Latest        int    `json:"latest"`
+	Compatibility string `json:"compatibility"`
+}
+
+// SchemaVersion is one registered version of a subject.
+type SchemaVersion struct {
+	Version int             `json:"version"`
+	ID      int             `json:"id"` // global id (= legacy revision)
+	Schema  json.RawMessage `json:"schema"`
+	// Example is an event that validates against it, when the schema
+	// has one (its "examples" keyword); nil otherwise.
+	Example json.RawMessage `json:"example,omitempty"`
+}
+
+// SchemaDetail is a subject with every version.
+type SchemaDetail struct {
+	SchemaSummary
+	Versions []SchemaVersion `json:"versionList"`
+}
+
+// ErrorFilter selects EventErrors.
+type ErrorFilter struct {
+	Schema string    // "" for every schema
+	Since  time.Time // zero: no lower bound
+	Until  time.Time // zero: no upper bound
+	Limit  int       // newest first; 0 means 100
+}
+
+// ErrorRecord is one EventError read from the error topic.
+type ErrorRecord struct {
+	UUID       string          `json:"uuid"` // the error capsule's uuid: what Replay takes
+	Time       time.Time       `json:"time"`
+	Schema     string          `json:"schema"`
+	Revision   int64           `json:"revision"`
+	Code       string          `json:"code"`
+	Message    string          `json:"message"`
+	RawEvent   string          `json:"rawEvent"`
+	Event      json.RawMessage `json:"event,omitempty"` // the client's JSON event, when it could be extracted from the raw record
+	Errors     []Violation     `json:"errors,omitempty"`
+	Partition  int32           `json:"partition"`
+	Offset     int64           `json:"offset"`
+	Replayed   bool            `json:"replayed"`   // already re-submitted
+	Replayable bool            `json:"replayable"` // false when the raw event was cut to size
+}
+
+// Violation is one validation error: where and why.
+type Violation struct {
+	Path    string `json:"path"` // JSON pointer into the event, e.g. /event/action
+	Message string `json:"message"`
+}
+
+// ReplayResult says what a replay did.
+type ReplayResult struct {
+	Replayed int      `json:"replayed"`
+	Skipped  int      `json:"skipped"` // already replayed, or not replayable
+	Reasons  []string `json:"reasons,omitempty"`
+}
+
+// TailEvent is one record delivered to a live tail.
+type TailEvent struct {
+	Topic     string          `json:"topic"`
+	Partition int32           `json:"partition"`
+	Offset    int64           `json:"offset"`
+	Time      time.Time       `json:"time"`
+	Value     json.RawMessage `json:"value"` // the record as JSON (Avro decoded), or a JSON string when not JSON
+}

@@ -1,0 +1,93 @@
+package sink
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventlogging/eventlogging/internal/kafka"
+)
+
+// Metrics measures the sinks. A nil *Metrics counts nothing.
+type Metrics struct {
+	rows    *prometheus.CounterVec
+	batch   *prometheus.HistogramVec
+	write   *prometheus.HistogramVec
+	errors  *prometheus.CounterVec
+	retries *prometheus.CounterVec
+	canary  *prometheus.GaugeVec
+}
+
+// NewMetrics registers the sink metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventlogging_sink_rows_total",
+			Help: "Records written and committed by a sink (sql, files), by topic.",
+		}, []string{"sink", "topic"}),
+		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "eventlogging_sink_batch_records",
+			Help:    "Records per batch written by a sink.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 9),
+		}, []string{"sink"}),
+		write: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "eventlogging_sink_write_seconds",
+			Help:    "Time to write and commit one batch.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"sink"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventlogging_sink_errors_total",
+			Help: "Records a sink could never write, sent to the sink-error topic.",
+		}, []string{"sink"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventlogging_sink_retries_total",
+			Help: "Batch writes that failed and were retried.",
+		}, []string{"sink"}),
+		canary: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "eventlogging_canary_last_seen_timestamp_seconds",
+			Help: "When a sink last saw a canary event of the stream (Unix time).",
+		}, []string{"sink", "stream"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.rows, m.batch, m.write, m.errors, m.retries, m.canary)
+	}
+	return m
+}
+
+// written records a batch that was written and committed; poison are the
+// records of it sent to the sink-error topic instead.
+func (m *Metrics) written(sink string, batch, poison []kafka.Record, start time.Time) {
+	if m == nil {
+		return
+	}
+	m.write.WithLabelValues(sink).Observe(time.Since(start).Seconds())
+	m.batch.WithLabelValues(sink).Observe(float64(len(batch)))
+	if len(poison) > 0 {
+		m.errors.WithLabelValues(sink).Add(float64(len(poison)))
+	}
+	per := map[string]int{}
+	for _, r := range batch {
+		per[r.Topic]++
+	}
+	for _, r := range poison {
+		per[r.Topic]--
+	}
+	for t, n := range per {
+		if n > 0 {
+			m.rows.WithLabelValues(sink, t).Add(float64(n))
+		}
+	}
+}
+
+// sawCanary records a canary of stream seen by sink at t.
+func (m *Metrics) sawCanary(sink, stream string, t time.Time) {
+	if m != nil {
+		m.canary.WithLabelValues(sink, stream).Set(float64(t.UnixNano()) / 1e9)
+	}
+}
+
+func (m *Metrics) retried(sink string) {
+	if m != nil {
+		m.retries.WithLabelValues(sink).Inc()
+	}
+}

@@ -30,6 +30,11 @@ Commands:
                  and error topics; with --from, process a file or stdin offline
   tail           print the records of topics as JSON lines, from the end or
                  the beginning, filtered by schema or regex
+  dashboard      the web dashboard: throughput, lag, schemas, live tail,
+                 invalid events with their errors highlighted, replay
+  status         a terminal summary of the pipeline (roles, lag, rates,
+                 recent errors); --json for scripts
+  replay         re-submit EventErrors to the raw topic after a schema fix
   check-config   validate a configuration file and print the effective config
   version        print the version
 
@@ -79,6 +84,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runTail(ctx, rest, stdout, stderr)
 	case "check-config":
 		err = runCheckConfig(rest, stdout, stderr)
+	case "dashboard":
+		err = runDashboard(ctx, rest, stderr, logger)
+	case "status":
+		err = runStatus(ctx, rest, stdout, stderr, logger)
+	case "replay":
+		err = runReplay(ctx, rest, stdout, stderr, logger)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "eventlogging", version)
 	case "help", "-h", "--help":

@@ -35,7 +35,8 @@ survives restarts. Other commands find the broker through DIR/kafka/broker.json,
 e.g.  eventlogging tail --from-beginning eventlogging_EventError
 
 HTTP (one port, default :8080): /beacon/event, /v1/events, /v1/streams,
-/healthz, /readyz — see "eventlogging intake --help".`
+/healthz, /readyz — see "eventlogging intake --help"; the schema registry
+at /registry/, the dashboard at /dashboard/, Prometheus metrics at /metrics.`
 
 func runStandalone(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger) error {
 	fs := newFlagSet("standalone", standaloneHelp, stderr)
@@ -117,7 +118,19 @@ func serveAll(ctx context.Context, c config.Config, log *slog.Logger) error {
 		return fail(err)
 	}
 	late := &lateHandler{}
+	ins, err := newInspector(c, kc, map[string]string{"intake": base + "/readyz", "registry": c.Registry.URL + "/"}, log)
+	if err != nil {
+		return fail(err)
+	}
+	defer ins.Close()
+	dash, err := dashboardHandler(ins, c, "/dashboard", gctx.Done(), log)
+	if err != nil {
+		return fail(err)
+	}
+	g.Go(func() error { return ins.Run(gctx) })
 	mux := http.NewServeMux()
+	mux.Handle("/dashboard/", http.StripPrefix("/dashboard", m.wrap("dashboard", dash)))
+	mux.Handle("GET /dashboard", http.RedirectHandler("/dashboard/", http.StatusFound))
 	mux.Handle("/registry/", http.StripPrefix("/registry", m.wrap("registry", reg.Handler())))
 	mux.Handle("GET /metrics", m.handler())
 	mux.Handle("/", m.wrap("intake", late))

@@ -79,7 +79,16 @@ type ErrorFilter struct {
 	Schema string    // "" for every schema
 	Since  time.Time // zero: no lower bound
 	Until  time.Time // zero: no upper bound
-	Limit  int       // newest first; 0 means 100
+	Limit  int       // newest first; 0 means 100, -1 no limit
+	// Scan bounds the records read per partition, newest first; 0 means
+	// the Inspector's ScanPerPartition, -1 the whole topic.
+	Scan int64
+	// Offsets, when set, restricts the scan to [FromOffset, ToOffset) of
+	// Partition (ToOffset 0: to the end).
+	Offsets    bool
+	Partition  int32
+	FromOffset int64
+	ToOffset   int64
 }
 
 // ErrorRecord is one EventError read from the error topic.

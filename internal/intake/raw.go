@@ -70,3 +70,12 @@ func appendQueryEscape(b, s []byte) []byte {
 	}
 	return b
 }
+
+// RawLine is the raw record the intake writes for a JSON event received at
+// t: the event query-escaped like a beacon, then the intake's fields in
+// the default raw format. Replays of EventErrors from the synchronous POST
+// path use it, so a replayed event gets the uuid it would have had.
+func RawLine(event []byte, recvFrom string, seq int64, t time.Time, ip, ua string) []byte {
+	q := appendQueryEscape(make([]byte, 0, len(event)*2), event)
+	return appendRawLine(make([]byte, 0, len(q)+128), q, recvFrom, seq, t, ip, ua)
+}

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/eventlogging/eventlogging/internal/config"
+	"github.com/eventlogging/eventlogging/internal/dashboard"
+	"github.com/eventlogging/eventlogging/internal/inspect"
+	"github.com/eventlogging/eventlogging/internal/intake"
+	"github.com/eventlogging/eventlogging/internal/kafka"
+)
+
+// opsFlags are the flags of the commands that look at a running pipeline
+// (dashboard, status, replay).
+type opsFlags struct {
+	config, brokers, registry, dataDir string
+}
+
+func (f *opsFlags) register(fs interface {
+	StringVar(p *string, name, value, usage string)
+}) {
+	fs.StringVar(&f.config, "config", "", "configuration file (YAML)")
+	fs.StringVar(&f.brokers, "kafka-brokers", "", "Kafka bootstrap addresses, comma-separated (kafka.brokers); default: the local standalone of --data-dir if there is one, else the configuration's")
+	fs.StringVar(&f.registry, "registry", "", "schema registry URL (registry.url); default: the local standalone's")
+	fs.StringVar(&f.dataDir, "data-dir", "data", "data directory of a local standalone, searched for its broker and registry when --kafka-brokers is not set")
+}
+
+// load reads the configuration and finds the cluster: flags, then a local
+// standalone, then the configuration.
+func (f *opsFlags) load() (config.Config, error) {
+	c, err := config.Load(f.config)
+	if err != nil {
+		return c, err
+	}
+	if f.brokers != "" {
+		c.Kafka.Brokers = strings.Split(f.brokers, ",")
+	} else if local, err := localBrokers(f.dataDir); err == nil {
+		c.Kafka.Brokers = local
+		if f.registry == "" {
+			f.registry = localRegistry(f.dataDir)
+		}
+	}
+	if f.registry != "" {
+		c.Registry.URL = strings.TrimSuffix(f.registry, "/")
+	}
+	return c, c.Validate()
+}
+
+// newInspector builds the inspector of c's pipeline.
+func newInspector(c config.Config, kc kafka.Config, health map[string]string, log *slog.Logger) (*inspect.Inspector, error) {
+	var raw []string
+	for _, in := range c.Process.Inputs {
+		raw = append(raw, in.Topic)
+	}
+	return inspect.New(inspect.Config{
+		Kafka:       kc,
+		RegistryURL: c.Registry.URL,
+		RawTopics:   raw,
+		ErrorTopic:  c.Process.ErrorTopic,
+		Health:      health,
+		Logger:      log.With("component", "inspect"),
+	})
+}
+
+// dashboardHandler is the dashboard over ins, mounted at prefix; it ends
+// its live streams when stop is closed.
+func dashboardHandler(ins *inspect.Inspector, c config.Config, prefix string, stop <-chan struct{}, log *slog.Logger) (http.Handler, error) {
+	return dashboard.New(ins, dashboard.Config{
+		ReplayToken: c.Dashboard.ReplayToken,
+		Prefix:      prefix,
+		Stop:        stop,
+		Logger:      log.With("component", "dashboard"),
+	})
+}
+
+const dashboardHelp = `Usage: eventlogging dashboard [--config FILE] [--kafka-brokers ADDRS] [--registry URL] [--listen ADDR]
+
+Serves the web dashboard (default :8090, dashboard.listen) for a running
+pipeline, read from Kafka and the schema registry:
+
+  /             throughput per stream, valid/invalid rates, consumer lag,
+                health of each role
+  /schemas      the registry's schemas, versions side by side with a diff
+  /tail         a live tail of any topic (pausable, filterable)
+  /errors       the latest EventErrors with the violations highlighted in
+                the event; select and replay them after a schema fix
+  /metrics      Prometheus metrics, including consumer lag of every
+                eventlogging group
+
+Replays require dashboard.replay_token (EVENTLOGGING_DASHBOARD_REPLAY_TOKEN)
+when it is set. Standalone serves the same dashboard at /dashboard/.`
+
+func runDashboard(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger) error {
+	fs := newFlagSet("dashboard", dashboardHelp, stderr)
+	var f opsFlags
+	f.register(fs)
+	listen := fs.String("listen", "", "HTTP listen address (dashboard.listen, default :8090)")
+	health := fs.String("health", "", "role health URLs, comma-separated ROLE=URL, e.g. intake=http://intake:8080/healthz,registry=http://registry:8081/")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	if *listen != "" {
+		c.Dashboard.Listen = *listen
+	}
+	roles := map[string]string{}
+	for _, kv := range strings.Split(*health, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		role, u, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("%w: dashboard: --health %q: want ROLE=URL", errUsage, kv)
+		}
+		roles[role] = u
+	}
+	if c.Registry.URL != "" {
+		if _, ok := roles["registry"]; !ok {
+			roles["registry"] = c.Registry.URL + "/"
+		}
+	}
+	m := newRoleMetrics()
+	kc := kafkaConfig(c, log)
+	kc.Metrics = m.kafka
+	ins, err := newInspector(c, kc, roles, log)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", c.Dashboard.Listen)
+	if err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	dash, err := dashboardHandler(ins, c, "", gctx.Done(), log)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.handler())
+	mux.Handle("/", m.wrap("dashboard", dash))
+	g.Go(func() error { return ins.Run(gctx) })
+	m.watchLag(gctx, g, c, kc, nil, log)
+	g.Go(func() error { return intake.Serve(gctx, ln, mux, log) })
+	log.Info("dashboard listening", "addr", "http://"+hostAddr(ln.Addr()), "kafka", c.Kafka.Brokers, "registry", c.Registry.URL)
+	return g.Wait()
+}
+
+const statusHelp = `Usage: eventlogging status [--kafka-brokers ADDRS] [--json] [--errors N]
+
+Prints the pipeline at a glance: the roles (consumer groups and their
+members), consumer lag, the rate of each stream over --interval, and the
+latest EventErrors. --json prints the same as one JSON object, for scripts.
+Exit status 1 when a role has no member.`
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) error {
+	fs := newFlagSet("status", statusHelp, stderr)
+	var f opsFlags
+	f.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	interval := fs.Duration("interval", 2*time.Second, "window over which rates are measured")
+	nErrors := fs.Int("errors", 5, "how many recent EventErrors to show")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	ins, err := newInspector(c, kafkaConfig(c, log), nil, log)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	ins.Sample(ctx)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(*interval):
+	}
+	ins.Sample(ctx)
+	ov, err := ins.Overview(ctx)
+	if err != nil {
+		return err
+	}
+	var recent []inspect.ErrorRecord
+	if *nErrors > 0 {
+		ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		recent, err = ins.Errors(ectx, inspect.ErrorFilter{Limit: *nErrors})
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	unhealthy := slices.ContainsFunc(ov.Roles, func(r inspect.RoleHealth) bool { return !r.Healthy })
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			inspect.Overview
+			Errors  []inspect.ErrorRecord `json:"errors"`
+			Healthy bool                  `json:"healthy"`
+		}{ov, recent, !unhealthy}); err != nil {
+			return err
+		}
+	} else {
+		printStatus(stdout, ov, recent)
+	}
+	if unhealthy {
+		return fmt.Errorf("%w: a role has no member", errFindings)
+	}
+	return nil
+}
+
+func printStatus(w io.Writer, ov inspect.Overview, recent []inspect.ErrorRecord) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "ROLE\tHEALTH\tDETAIL\n")
+	for _, r := range ov.Roles {
+		h := "ok"
+		if !r.Healthy {
+			h = "DOWN"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Role, h, r.Detail)
+	}
+	fmt.Fprintf(tw, "\nGROUP\tSTATE\tMEMBERS\tLAG\n")
+	for _, g := range ov.Groups {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", g.Group, g.State, g.Members, g.Lag)
+	}
+	fmt.Fprintf(tw, "\nTOPIC\tKIND\tRECORDS\tRATE/s\n")
+	for _, s := range ov.Streams {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\n", s.Topic, s.Kind, s.Total, s.Rate)
+	}
+	fmt.Fprintf(tw, "\nvalid %.1f/s, invalid %.1f/s\n", ov.ValidRate, ov.InvalidRate)
+	_ = tw.Flush()
+	if len(recent) > 0 {
+		fmt.Fprintf(w, "\nlatest EventErrors:\n")
+		for _, e := range recent {
+			fmt.Fprintf(w, "  %s  %s/%d  %s  %s  [%s]\n", e.Time.Format(time.RFC3339), e.Schema, e.Revision, e.Code, e.Message, e.UUID)
+		}
+	}
+}
+
+const replayHelp = `Usage: eventlogging replay [--schema NAME] [--since TIME] [--until TIME] [--partition P --from-offset N --to-offset M] [--dry-run]
+
+Re-submits EventErrors to the raw topic they came from, after a schema fix
+(for example once the missing schema revision is registered): each goes
+through the processor again exactly as received. Events get the uuid they
+would have had, so the sinks store each once. Every replayed error is
+recorded in the compacted topic _eventlogging_replayed and never replayed
+twice; errors whose raw event was cut to size are skipped.
+
+  --since, --until   RFC 3339 times or durations back from now (e.g. 2h)
+  --dry-run          count what would be replayed, produce nothing`
+
+func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) error {
+	fs := newFlagSet("replay", replayHelp, stderr)
+	var f opsFlags
+	f.register(fs)
+	schemaName := fs.String("schema", "", "replay only EventErrors of schema NAME")
+	since := fs.String("since", "", "replay EventErrors received at or after TIME (RFC 3339, or a duration back from now)")
+	until := fs.String("until", "", "replay EventErrors received at or before TIME")
+	partition := fs.Int("partition", -1, "with --from-offset/--to-offset: the error topic's partition")
+	from := fs.Int64("from-offset", 0, "first offset of --partition to replay")
+	to := fs.Int64("to-offset", 0, "offset of --partition to stop before (0: the end)")
+	dryRun := fs.Bool("dry-run", false, "count what would be replayed, produce nothing")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	flt := inspect.ErrorFilter{Schema: *schemaName, Limit: -1, Scan: -1}
+	now := time.Now()
+	if flt.Since, err = parseWhen(*since, now); err != nil {
+		return fmt.Errorf("%w: replay: --since: %w", errUsage, err)
+	}
+	if flt.Until, err = parseWhen(*until, now); err != nil {
+		return fmt.Errorf("%w: replay: --until: %w", errUsage, err)
+	}
+	if *partition >= 0 {
+		flt.Offsets, flt.Partition, flt.FromOffset, flt.ToOffset = true, int32(*partition), *from, *to
+	} else if *from != 0 || *to != 0 {
+		return fmt.Errorf("%w: replay: --from-offset and --to-offset need --partition", errUsage)
+	}
+	ins, err := newInspector(c, kafkaConfig(c, log), nil, log)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	res, err := ins.ReplayMatching(ctx, flt, *dryRun)
+	if err != nil {
+		return err
+	}
+	verb := "replayed"
+	if *dryRun {
+		verb = "would replay"
+	}
+	fmt.Fprintf(stdout, "%s %d EventErrors, skipped %d\n", verb, res.Replayed, res.Skipped)
+	for _, r := range res.Reasons {
+		fmt.Fprintln(stdout, "  skipped", r)
+	}
+	return nil
+}
+
+// parseWhen reads an RFC 3339 time or a duration back from now; "" is zero.
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.Unix(n, 0), nil
+	}
+	return time.Parse(time.RFC3339, s)
+}

@@ -1,0 +1,462 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eventlogging/eventlogging/internal/inspect"
+)
+
+func TestNewConfig(t *testing.T) {
+	f := newFake()
+	tests := []struct {
+		name    string
+		b       Backend
+		cfg     Config
+		wantErr string
+	}{
+		{"zero config", f, Config{}, ""},
+		{"prefix", f, Config{Prefix: "/dashboard/"}, ""},
+		{"nil backend", nil, Config{}, "nil backend"},
+		{"relative prefix", f, Config{Prefix: "dashboard"}, "not an absolute URL path"},
+		{"prefix with quote", f, Config{Prefix: `/d"x`}, "not an absolute URL path"},
+		{"negative buffer", f, Config{TailBuffer: -1}, "negative tail buffer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := New(tt.b, tt.cfg)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				if h.tailBuf != defaultTailBuffer {
+					t.Errorf("tail buffer %d, want the default %d", h.tailBuf, defaultTailBuffer)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("New: error %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestOverviewPage(t *testing.T) {
+	h := newTestHandler(t, newFake(), Config{})
+	doc, body := page(t, h, "/", http.StatusOK)
+
+	if got := doc.one(t, "#valid-rate").Text(); got != "40.0/s" {
+		t.Errorf("#valid-rate %q", got)
+	}
+	if got := doc.one(t, "#invalid-rate").attrs["data-value"]; got != "0.5" {
+		t.Errorf("#invalid-rate data-value %q", got)
+	}
+	if got := doc.one(t, "#invalid-ratio").Text(); got != "1.23%" {
+		t.Errorf("#invalid-ratio %q", got)
+	}
+	raw := doc.one(t, "tr.stream[data-topic=eventlogging-client-side]")
+	if got := raw.one(t, ".total").Text(); got != "12345" {
+		t.Errorf("raw total %q", got)
+	}
+	if got := raw.one(t, ".rate").Text(); got != "40.5/s" {
+		t.Errorf("raw rate %q", got)
+	}
+	if got := raw.one(t, "td.spark svg polyline").attrs["points"]; got != sparkPoints([]float64{1, 5, 3, 40.5}) || got == "" {
+		t.Errorf("sparkline points %q", got)
+	}
+	if n := len(doc.all("tr.stream")); n != 4 {
+		t.Errorf("%d stream rows, want 4", n)
+	}
+	g := doc.one(t, "tr.group[data-group=eventlogging-processor]")
+	if g.one(t, ".members").Text() != "2" || g.one(t, ".lag").Text() != "7" || g.one(t, ".state").Text() != "Stable" {
+		t.Errorf("group row %q", g.Text())
+	}
+	if !doc.one(t, "li.role[data-role=intake]").hasClass("healthy") {
+		t.Error("intake is not shown healthy")
+	}
+	down := doc.one(t, "li.role[data-role=sink-sql]")
+	if !down.hasClass("unhealthy") || down.one(t, ".status").Text() != "down" {
+		t.Errorf("sink-sql role %q", down.Text())
+	}
+	if doc.one(t, "nav#nav a.active").attrs["data-nav"] != "overview" {
+		t.Error("overview is not the active navigation entry")
+	}
+	if !strings.Contains(body, "/static/overview.js?v=") {
+		t.Error("the refresh script is not linked")
+	}
+	if strings.Contains(body, "<script>x</script>") {
+		t.Error("a topic name reached the page unescaped")
+	}
+	if len(doc.all("#backend-error")) != 0 {
+		t.Error("error box on a page that loaded")
+	}
+}
+
+func TestSchemaPages(t *testing.T) {
+	h := newTestHandler(t, newFake(), Config{Prefix: "/dashboard"})
+
+	doc, _ := page(t, h, "/schemas", http.StatusOK)
+	rows := doc.all("tr.schema")
+	if len(rows) != 2 || rows[0].attrs["data-name"] != "Edit" {
+		t.Fatalf("schema rows not sorted by name: %d rows", len(rows))
+	}
+	nav := doc.one(t, "tr.schema[data-name=NavigationTiming]")
+	if nav.one(t, ".type").Text() != "JSON" || nav.one(t, ".versions").Text() != "3" ||
+		nav.one(t, ".latest").Text() != "3" || nav.one(t, ".compat").Text() != "BACKWARD" {
+		t.Errorf("schema row %q", nav.Text())
+	}
+	if href := nav.one(t, "td.name a").attrs["href"]; href != "/dashboard/schemas/NavigationTiming" {
+		t.Errorf("schema link %q does not carry the prefix", href)
+	}
+
+	// Default: latest-1 against latest.
+	doc, _ = page(t, h, "/schemas/NavigationTiming", http.StatusOK)
+	diff := doc.one(t, "table#diff")
+	if diff.attrs["data-a"] != "2" || diff.attrs["data-b"] != "3" {
+		t.Errorf("default comparison v%s..v%s, want v2..v3", diff.attrs["data-a"], diff.attrs["data-b"])
+	}
+	if doc.one(t, "#compat").Text() != "BACKWARD" {
+		t.Error("compatibility level not shown")
+	}
+	if n := len(doc.all("ul#versions li.version")); n != 3 {
+		t.Errorf("%d versions listed, want 3", n)
+	}
+	if ex := doc.one(t, "pre#example").Text(); !strings.Contains(ex, `"action": "click"`) {
+		t.Errorf("example %q", ex)
+	}
+	added := doc.all("table#diff td.right.added")
+	removed := doc.all("table#diff td.left.removed")
+	if len(added) == 0 || len(removed) == 0 {
+		t.Fatalf("diff marks %d added and %d removed lines", len(added), len(removed))
+	}
+	var addedText []string
+	for _, a := range added {
+		addedText = append(addedText, a.Text())
+	}
+	if !strings.Contains(strings.Join(addedText, "\n"), `"enum": [`) {
+		t.Errorf("added lines %q lack the new enum", addedText)
+	}
+
+	// Explicit versions.
+	doc, _ = page(t, h, "/schemas/NavigationTiming?a=1&b=3", http.StatusOK)
+	if d := doc.one(t, "table#diff"); d.attrs["data-a"] != "1" || d.attrs["data-b"] != "3" {
+		t.Errorf("comparison v%s..v%s, want v1..v3", d.attrs["data-a"], d.attrs["data-b"])
+	}
+
+	// An Avro schema carried as a JSON string is unwrapped and shown.
+	doc, _ = page(t, h, "/schemas/Edit", http.StatusOK)
+	if txt := doc.one(t, "table#diff").Text(); !strings.Contains(txt, `"type": "record"`) {
+		t.Errorf("Avro schema not shown: %q", txt)
+	}
+
+	// Failures are explained on the page.
+	for _, tc := range []struct {
+		target string
+		status int
+		want   string
+	}{
+		{"/schemas/Nope", http.StatusNotFound, "not found"},
+		{"/schemas/NavigationTiming?a=9", http.StatusNotFound, "version 9"},
+		{"/schemas/NavigationTiming?b=x", http.StatusBadRequest, "not a version number"},
+	} {
+		doc, _ := page(t, h, tc.target, tc.status)
+		if got := doc.one(t, "#backend-error").Text(); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: error box %q, want %q", tc.target, got, tc.want)
+		}
+	}
+}
+
+func TestErrorsPage(t *testing.T) {
+	f := newFake()
+	h := newTestHandler(t, f, Config{ReplayToken: "s3cret"})
+	doc, body := page(t, h, "/errors", http.StatusOK)
+
+	rows := doc.all("tr.error-row")
+	if len(rows) != 3 {
+		t.Fatalf("%d error rows, want 3", len(rows))
+	}
+	r1 := doc.one(t, "tr.error-row[data-uuid=u-1]")
+	if box := r1.one(t, "input.replay-select"); box.attrs["value"] != "u-1" || hasAttr(box, "disabled") {
+		t.Errorf("replayable row checkbox %v", box.attrs)
+	}
+	if r1.one(t, ".code").Text() != "validation" || r1.one(t, ".time").Text() != "5s ago" {
+		t.Errorf("row u-1: %q", r1.Text())
+	}
+	if !strings.Contains(r1.one(t, ".message").Text(), "/event/action") {
+		t.Error("violations are not listed in the row")
+	}
+	for uuid, tip := range map[string]string{"u-2": "Not replayable", "u-3": "Already replayed"} {
+		box := doc.one(t, "tr.error-row[data-uuid="+uuid+"] input.replay-select")
+		if !hasAttr(box, "disabled") || !strings.Contains(box.attrs["title"], tip) {
+			t.Errorf("%s checkbox %v, want disabled with %q", uuid, box.attrs, tip)
+		}
+	}
+	doc.one(t, "#replay-button")
+	doc.one(t, "#replay-result")
+	doc.one(t, "#replay-token")
+	if strings.Contains(body, "<b>bad</b>") {
+		t.Error("an error message reached the page unescaped")
+	}
+
+	// The schema filter goes to the backend.
+	doc, _ = page(t, h, "/errors?schema=Edit", http.StatusOK)
+	if n := len(doc.all("tr.error-row")); n != 1 {
+		t.Errorf("%d rows for schema Edit, want 1", n)
+	}
+	last := f.filters[len(f.filters)-1]
+	if last.Schema != "Edit" || last.Limit != errorsLimit {
+		t.Errorf("filter %+v", last)
+	}
+
+	// Without a token configured there is no token field.
+	doc, _ = page(t, newTestHandler(t, newFake(), Config{}), "/errors", http.StatusOK)
+	if len(doc.all("#replay-token")) != 0 {
+		t.Error("token field without a token configured")
+	}
+}
+
+func hasAttr(e *elem, name string) bool {
+	_, ok := e.attrs[name]
+	return ok
+}
+
+func TestErrorDetailPage(t *testing.T) {
+	h := newTestHandler(t, newFake(), Config{})
+	doc, body := page(t, h, "/errors/u-1", http.StatusOK)
+	if doc.one(t, "#error-uuid").Text() != "u-1" || doc.one(t, "#error-code").Text() != "validation" {
+		t.Error("uuid or code missing")
+	}
+	if !strings.Contains(doc.one(t, "#error-message").Text(), "<b>bad</b>") || strings.Contains(body, "<b>bad</b>") {
+		t.Error("message not shown, or not escaped")
+	}
+	if doc.one(t, "pre#raw-event").Text() != `?%7B%22schema%22%3A%22NavigationTiming%22%7D;` {
+		t.Error("raw event not shown as it is")
+	}
+	action := doc.one(t, "pre#event-json span[data-path=/event/action]")
+	if !action.hasClass("violation") || !strings.Contains(action.attrs["title"], "not one of click, view") {
+		t.Errorf("/event/action: class %q title %q", action.attrs["class"], action.attrs["title"])
+	}
+	parent := doc.one(t, "pre#event-json span[data-path=/event]")
+	if !parent.hasClass("violation") || !parent.hasClass("violation-missing") || !strings.Contains(parent.attrs["title"], "missing property duration") {
+		t.Errorf("/event (missing duration): class %q title %q", parent.attrs["class"], parent.attrs["title"])
+	}
+	if strings.Contains(body, "<img src=x") {
+		t.Error("event value reached the page unescaped")
+	}
+	if n := len(doc.all("table#violations tr.violation-row")); n != 2 {
+		t.Errorf("%d violations listed, want 2", n)
+	}
+
+	doc, _ = page(t, h, "/errors/nope", http.StatusNotFound)
+	if !strings.Contains(doc.one(t, "#backend-error").Text(), "not among the latest") {
+		t.Error("missing record not explained")
+	}
+	// Without an extracted event the page says so.
+	doc, _ = page(t, h, "/errors/u-2", http.StatusOK)
+	if len(doc.all("pre#event-json")) != 0 || !strings.Contains(doc.Text(), "could not be extracted") {
+		t.Error("missing event not explained")
+	}
+	if box := doc.one(t, "input.replay-select"); !hasAttr(box, "disabled") {
+		t.Error("non-replayable record has an enabled checkbox")
+	}
+}
+
+func TestTailPage(t *testing.T) {
+	h := newTestHandler(t, newFake(), Config{})
+	doc, body := page(t, h, "/tail?topic=eventlogging_NavigationTiming", http.StatusOK)
+	opts := doc.all("select#topic option")
+	if len(opts) != 3 { // the prompt and two topics
+		t.Fatalf("%d topic options, want 3", len(opts))
+	}
+	sel := doc.one(t, "select#topic option[value=eventlogging_NavigationTiming]")
+	if !hasAttr(sel, "selected") {
+		t.Error("?topic= is not preselected")
+	}
+	doc.one(t, "#pause")
+	doc.one(t, "input#filter")
+	doc.one(t, "tbody#tail-rows")
+	if doc.one(t, "table#tail").attrs["data-rows"] != "200" {
+		t.Error("row bound not passed to the script")
+	}
+	if !strings.Contains(body, "/static/tail.js?v=") {
+		t.Error("tail script not linked")
+	}
+}
+
+func TestBackendFailuresShowAnErrorBox(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		status int
+		want   string
+	}{
+		{"unavailable", errors.New("kafka: connection refused"), http.StatusBadGateway, "connection refused"},
+		{"timeout", fmt.Errorf("list groups: %w", context.DeadlineExceeded), http.StatusGatewayTimeout, "did not answer within 2s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			f.fail = tc.err
+			h := newTestHandler(t, f, Config{})
+			for _, p := range []string{"/", "/schemas", "/schemas/NavigationTiming", "/errors", "/errors/u-1", "/tail"} {
+				doc, _ := page(t, h, p, tc.status)
+				box := doc.one(t, "#backend-error")
+				if !strings.Contains(box.Text(), tc.want) || box.one(t, ".error-title").Text() == "" {
+					t.Errorf("%s: error box %q, want %q", p, box.Text(), tc.want)
+				}
+				doc.one(t, "nav#nav")
+			}
+			for _, p := range []string{"/api/overview", "/api/schemas", "/api/errors", "/api/topics"} {
+				rec := get(t, h, p)
+				if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.want) {
+					t.Errorf("%s: %d %s", p, rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
+
+func TestSlowBackendIsCutOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the backend timeout")
+	}
+	h := newTestHandler(t, &slowBackend{fakeBackend: newFake()}, Config{})
+	start := time.Now()
+	doc, _ := page(t, h, "/", http.StatusGatewayTimeout)
+	if took := time.Since(start); took > backendTimeout+time.Second {
+		t.Errorf("page took %s with a hung backend", took)
+	}
+	doc.one(t, "#backend-error")
+}
+
+// slowBackend's Overview hangs until its context ends.
+type slowBackend struct{ *fakeBackend }
+
+func (s *slowBackend) Overview(ctx context.Context) (inspect.Overview, error) {
+	<-ctx.Done()
+	return inspect.Overview{}, fmt.Errorf("overview: %w", ctx.Err())
+}
+
+func TestSecurityHeadersAndStatic(t *testing.T) {
+	h := newTestHandler(t, newFake(), Config{})
+	for _, p := range []string{"/", "/api/overview", "/static/dashboard.css", "/nope"} {
+		rec := get(t, h, p)
+		if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+			t.Errorf("%s: CSP %q", p, csp)
+		}
+		if rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: no nosniff", p)
+		}
+	}
+	for name, ctype := range map[string]string{"dashboard.css": "text/css", "overview.js": "text/javascript", "tail.js": "text/javascript", "errors.js": "text/javascript"} {
+		rec := get(t, h, "/static/"+name)
+		if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Header().Get("Content-Type"), ctype) || rec.Body.Len() == 0 {
+			t.Errorf("%s: %d %q", name, rec.Code, rec.Header().Get("Content-Type"))
+		}
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/static/"+name, nil)
+		req.Header.Set("If-None-Match", rec.Header().Get("ETag"))
+		rec2 := httptest.NewRecorder()
+		h.ServeHTTP(rec2, req)
+		if rec2.Code != http.StatusNotModified {
+			t.Errorf("%s with its ETag: %d, want 304", name, rec2.Code)
+		}
+	}
+	if rec := get(t, h, "/static/nope.js"); rec.Code != http.StatusNotFound {
+		t.Errorf("missing static file: %d", rec.Code)
+	}
+	doc, _ := page(t, h, "/nope", http.StatusNotFound)
+	doc.one(t, "#backend-error")
+	if rec := get(t, h, "/api/nope"); rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"error"`) {
+		t.Errorf("/api/nope: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestMountedUnderPrefix(t *testing.T) {
+	h := newTestHandler(t, newFake(), Config{Prefix: "/dashboard"})
+	mux := http.NewServeMux()
+	mux.Handle("/dashboard/", http.StripPrefix("/dashboard", h))
+	mux.Handle("/dashboard", http.StripPrefix("/dashboard", h))
+
+	rec := get(t, mux, "/dashboard")
+	if rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != "/dashboard/" {
+		t.Errorf("/dashboard: %d to %q", rec.Code, rec.Header().Get("Location"))
+	}
+	doc, body := page(t, mux, "/dashboard/", http.StatusOK)
+	if href := doc.one(t, "nav#nav a[data-nav=schemas]").attrs["href"]; href != "/dashboard/schemas" {
+		t.Errorf("nav link %q", href)
+	}
+	if doc.one(t, "body").attrs["data-prefix"] != "/dashboard" {
+		t.Error("body[data-prefix] not set")
+	}
+	if !strings.Contains(body, `href="/dashboard/static/dashboard.css?v=`) {
+		t.Error("stylesheet link lacks the prefix")
+	}
+	if rec := get(t, mux, "/dashboard/static/tail.js"); rec.Code != http.StatusOK {
+		t.Errorf("static under prefix: %d", rec.Code)
+	}
+}
+
+func TestPagesAreFast(t *testing.T) {
+	f := manySchemas(100)
+	h := newTestHandler(t, f, Config{})
+	for _, p := range []string{"/schemas", "/"} {
+		get(t, h, p) // warm up
+		start := time.Now()
+		rec := get(t, h, p)
+		if took := time.Since(start); took > 500*time.Millisecond || rec.Code != http.StatusOK {
+			t.Errorf("%s: %d in %s, want 200 in < 500ms", p, rec.Code, took)
+		}
+	}
+	doc, _ := page(t, h, "/schemas", http.StatusOK)
+	if n := len(doc.all("tr.schema")); n != 100 {
+		t.Errorf("%d schema rows, want 100", n)
+	}
+}
+
+// manySchemas is a backend with n schemas and a busy overview.
+func manySchemas(n int) *fakeBackend {
+	f := newFake()
+	f.schemas = nil
+	for i := range n {
+		f.schemas = append(f.schemas, inspect.SchemaSummary{
+			Name: fmt.Sprintf("Schema%03d", i), Type: "JSON", Versions: []int{1, 2, 3, 4}, Latest: 4, Compatibility: "BACKWARD",
+		})
+	}
+	f.overview.Streams = nil
+	for i := range 60 {
+		recent := make([]float64, 60)
+		for j := range recent {
+			recent[j] = float64((i*j)%17) * 1.5
+		}
+		f.overview.Streams = append(f.overview.Streams, inspect.StreamStats{
+			Topic: fmt.Sprintf("eventlogging_Schema%03d", i), Kind: "schema", Total: int64(i) * 1000, Rate: float64(i), Recent: recent,
+		})
+	}
+	return f
+}
+
+func BenchmarkSchemasPage(b *testing.B) {
+	benchmarkPage(b, "/schemas")
+}
+
+func BenchmarkOverviewPage(b *testing.B) {
+	benchmarkPage(b, "/")
+}
+
+func benchmarkPage(b *testing.B, target string) {
+	h := newTestHandler(b, manySchemas(100), Config{})
+	req := httptest.NewRequestWithContext(b.Context(), http.MethodGet, target, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d", rec.Code)
+		}
+	}
+}

@@ -1,0 +1,239 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/intake"
+	"github.com/eventlogging/eventlogging/internal/kafka"
+)
+
+// ErrNotFound is wrapped by errors for a schema, topic or record that does
+// not exist.
+var ErrNotFound = errors.New("not found")
+
+// errorEntry is an EventError with what replaying it needs.
+type errorEntry struct {
+	rec   ErrorRecord
+	ec    capsule.ErrorCapsule
+	topic string // the raw topic its record came from, if any
+}
+
+// Errors returns the latest EventErrors matching f, newest first.
+func (i *Inspector) Errors(ctx context.Context, f ErrorFilter) ([]ErrorRecord, error) {
+	entries, err := i.scanErrors(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ErrorRecord, len(entries))
+	for k, e := range entries {
+		out[k] = e.rec
+	}
+	return out, nil
+}
+
+func (i *Inspector) scanErrors(ctx context.Context, f ErrorFilter) ([]errorEntry, error) {
+	replayed, err := i.replayed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rc := kafka.ReadConfig{Kafka: i.cfg.Kafka, Topic: i.cfg.ErrorTopic, Since: f.Since, AllPartitions: !f.Offsets}
+	switch {
+	case f.Scan == 0:
+		rc.LastN = i.cfg.ScanPerPartition
+	case f.Scan > 0:
+		rc.LastN = f.Scan
+	}
+	if f.Offsets {
+		rc.Partition, rc.FromOffset, rc.ToOffset = f.Partition, f.FromOffset, f.ToOffset
+	}
+	var out []errorEntry
+	err = kafka.Read(ctx, rc, func(r kafka.Record) error {
+		var ec capsule.ErrorCapsule
+		if json.Unmarshal(r.Value, &ec) != nil {
+			return nil // not an EventError: nothing to show or replay
+		}
+		t := time.Unix(ec.Timestamp, 0).UTC()
+		if (f.Schema != "" && ec.Event.Schema != f.Schema) || (!f.Until.IsZero() && t.After(f.Until)) || (!f.Since.IsZero() && t.Before(f.Since)) {
+			return nil
+		}
+		e := errorEntry{ec: ec, rec: ErrorRecord{
+			UUID: ec.UUID, Time: t, Schema: ec.Event.Schema, Revision: ec.Event.Revision,
+			Code: ec.Event.Code, Message: ec.Event.Message, RawEvent: ec.Event.RawEvent,
+			Partition: r.Partition, Offset: r.Offset,
+			Replayed:   replayed[ec.UUID],
+			Replayable: ec.Event.RawEventBytes == 0 && ec.UUID != "",
+		}}
+		for _, v := range ec.Event.Errors {
+			e.rec.Errors = append(e.rec.Errors, Violation{Path: v.Pointer, Message: v.Reason})
+		}
+		if src := ec.Event.Source; src != nil {
+			e.topic = src.Topic
+			e.rec.Event = eventOfRawLine(ec.Event.RawEvent)
+		} else if json.Valid([]byte(ec.Event.RawEvent)) {
+			e.rec.Event = json.RawMessage(ec.Event.RawEvent)
+		}
+		out = append(out, e)
+		return nil
+	})
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return nil, nil // no error was ever produced
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b errorEntry) int {
+		if c := b.rec.Time.Compare(a.rec.Time); c != 0 {
+			return c
+		}
+		if a.rec.Partition != b.rec.Partition {
+			return int(a.rec.Partition - b.rec.Partition)
+		}
+		return int(b.rec.Offset - a.rec.Offset)
+	})
+	limit := f.Limit
+	if limit == 0 {
+		limit = 100
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// eventOfRawLine extracts the client's JSON from a raw line whose first
+// field is the url-encoded capsule "?<json>;"; nil when it is not one.
+func eventOfRawLine(line string) json.RawMessage {
+	first, _, _ := strings.Cut(line, "\t")
+	first = strings.TrimSuffix(strings.TrimPrefix(first, "?"), ";")
+	s, err := url.QueryUnescape(first)
+	if err != nil || !json.Valid([]byte(s)) {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+// replayed reads the replay log: the uuids of EventErrors already replayed.
+func (i *Inspector) replayed(ctx context.Context) (map[string]bool, error) {
+	set := map[string]bool{}
+	err := kafka.Read(ctx, kafka.ReadConfig{Kafka: i.cfg.Kafka, Topic: i.cfg.ReplayTopic, AllPartitions: true}, func(r kafka.Record) error {
+		if len(r.Key) > 0 {
+			set[string(r.Key)] = true
+		}
+		return nil
+	})
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return set, nil
+	}
+	return set, err
+}
+
+// Replay re-submits the EventErrors with these uuids to the raw topic they
+// came from; see ReplayMatching.
+func (i *Inspector) Replay(ctx context.Context, uuids []string) (ReplayResult, error) {
+	if len(uuids) == 0 {
+		return ReplayResult{}, nil
+	}
+	entries, err := i.scanErrors(ctx, ErrorFilter{Limit: -1})
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	want := map[string]bool{}
+	for _, u := range uuids {
+		want[u] = true
+	}
+	entries = slices.DeleteFunc(entries, func(e errorEntry) bool { return !want[e.rec.UUID] })
+	res, err := i.replay(ctx, entries, false)
+	for _, e := range entries {
+		delete(want, e.rec.UUID)
+	}
+	for u := range want {
+		res.Skipped++
+		res.Reasons = append(res.Reasons, u+": not among the recent EventErrors")
+	}
+	return res, err
+}
+
+// ReplayMatching re-submits every EventError matching f (unless dryRun,
+// which only counts) — after a schema fix, so they are processed again.
+// Each goes back through the raw path exactly as it was received; the
+// processor gives it the same uuid, so the sinks store it once even if it
+// was stored before. Errors already replayed (the replay log) and errors
+// whose raw event was cut to size are skipped.
+func (i *Inspector) ReplayMatching(ctx context.Context, f ErrorFilter, dryRun bool) (ReplayResult, error) {
+	entries, err := i.scanErrors(ctx, f)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	return i.replay(ctx, entries, dryRun)
+}
+
+func (i *Inspector) replay(ctx context.Context, entries []errorEntry, dryRun bool) (ReplayResult, error) {
+	var res ReplayResult
+	var raw, log []kafka.Message
+	seen := map[string]bool{}
+	for _, e := range entries {
+		switch {
+		case seen[e.rec.UUID]:
+			continue
+		case e.rec.Replayed:
+			res.Skipped++
+			res.Reasons = append(res.Reasons, e.rec.UUID+": already replayed")
+			continue
+		case !e.rec.Replayable:
+			res.Skipped++
+			res.Reasons = append(res.Reasons, fmt.Sprintf("%s: the raw event was cut to size (%d bytes), it cannot be replayed", e.rec.UUID, e.ec.Event.RawEventBytes))
+			continue
+		}
+		seen[e.rec.UUID] = true
+		raw = append(raw, i.rawRecord(e))
+		log = append(log, kafka.Message{Topic: i.cfg.ReplayTopic, Key: []byte(e.rec.UUID), Value: []byte(time.Now().UTC().Format(time.RFC3339))})
+	}
+	res.Replayed = len(raw)
+	if dryRun || len(raw) == 0 {
+		return res, nil
+	}
+	if err := i.prod.Topics(kafka.TopicDefaults{Partitions: 1, Configs: map[string]*string{"cleanup.policy": ptr("compact")}}).Ensure(ctx, i.cfg.ReplayTopic); err != nil {
+		return ReplayResult{}, fmt.Errorf("replay log: %w", err)
+	}
+	// The raw records first: a crash between the two produces replays them
+	// again at worst, which the uuids make harmless downstream.
+	if err := i.prod.ProduceSync(ctx, raw); err != nil {
+		return ReplayResult{}, fmt.Errorf("replay: %w", err)
+	}
+	if err := i.prod.ProduceSync(ctx, log); err != nil {
+		return res, fmt.Errorf("replay log: %w", err)
+	}
+	return res, nil
+}
+
+// rawRecord rebuilds the raw record of an EventError.
+func (i *Inspector) rawRecord(e errorEntry) kafka.Message {
+	ev := e.ec.Event
+	if e.topic != "" {
+		v := []byte(ev.RawEvent)
+		if ev.RawEventBase64 != nil {
+			v = ev.RawEventBase64
+		}
+		return kafka.Message{Topic: e.topic, Value: v}
+	}
+	// From the synchronous POST: the event itself, wrapped the way the
+	// intake wraps a hasty POST, with the original intake fields.
+	var seq int64
+	if e.ec.SeqID != nil {
+		seq = *e.ec.SeqID
+	}
+	line := intake.RawLine([]byte(ev.RawEvent), e.ec.RecvFrom, seq, time.Unix(e.ec.Timestamp, 0), "", e.ec.UserAgent)
+	return kafka.Message{Topic: i.cfg.RawTopics[0], Value: line}
+}
+
+func ptr(s string) *string { return &s }

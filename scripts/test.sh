@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests need
-# (kcat, curl, MariaDB, PostgreSQL, Prometheus' promtool and Chromium from
-# Debian, Apache Kafka from Maven
+# (kcat, curl, MariaDB, PostgreSQL, Prometheus' promtool, Chromium and PHP
+# from Debian, Apache Kafka from Maven
 # Central, Confluent's Python client from PyPI), starts a real Kafka broker and
 # real MariaDB and PostgreSQL servers, runs the linters and every Go test
 # against them, stops them.
@@ -25,6 +25,7 @@ command -v mariadbd >/dev/null || need+=(mariadb-server mariadb-client)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || need+=(postgresql)
 command -v promtool >/dev/null || need+=(prometheus)
 command -v chromium >/dev/null || need+=(chromium)
+command -v php >/dev/null || need+=(php-cli)
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		log "missing ${need[*]}: run as root or install them with apt-get"

@@ -51,6 +51,7 @@ type processFlags struct {
 	ip, ipHashAlg, ipHashKeyHex                         string
 	trust                                               bool
 	mixedTopic, mixedExclude, errorTopic, topicTemplate string
+	metricsListen                                       string
 	processorID, streams                                string
 }
 
@@ -74,6 +75,7 @@ func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.StringVar(&f.mixedExclude, "mixed-exclude", "", "regex of schemas kept out of the mixed topic")
 	fs.StringVar(&f.errorTopic, "error-topic", "", "topic of EventErrors (default eventlogging_EventError)")
 	fs.StringVar(&f.topicTemplate, "topic-template", "", "per-schema topic name, with {schema} and {revision} (default eventlogging_{schema})")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", `address of /metrics (metrics.listen, default :9101; "off" disables it)`)
 	fs.StringVar(&f.processorID, "processor-id", "", "name of this processor in EventErrors (process.processor_id, default host-pid)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -116,6 +118,7 @@ func (f processFlags) apply(c *config.Config) {
 	set(&p.ErrorTopic, f.errorTopic)
 	set(&p.TopicTemplate, f.topicTemplate)
 	set(&p.ProcessorID, f.processorID)
+	set(&c.Metrics.Listen, f.metricsListen)
 	if f.trust {
 		p.TrustClientCapsuleFields = true
 	}

@@ -46,6 +46,7 @@ func runSink(ctx context.Context, args []string, stderr io.Writer, log *slog.Log
 	files := fs.String("files", "", "file sink root directory (sink.files)")
 	format := fs.String("format", "", "file format: parquet or jsonl.gz (sink.format, default parquet)")
 	schemas := fs.String("schemas", "", "schema folder when no registry is configured (process.schemas_dir)")
+	metricsListen := fs.String("metrics-listen", "", `address of /metrics (metrics.listen, default :9102; "off" disables it)`)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -65,6 +66,7 @@ func runSink(ctx context.Context, args []string, stderr io.Writer, log *slog.Log
 	set(&c.Sink.Files, *files)
 	set(&c.Sink.Format, *format)
 	set(&c.Process.SchemasDir, *schemas)
+	set(&c.Metrics.Listen, *metricsListen)
 	if err := c.Validate(); err != nil {
 		return err
 	}

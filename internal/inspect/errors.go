@@ -169,7 +169,12 @@ func (i *Inspector) Replay(ctx context.Context, uuids []string) (ReplayResult, e
 // processor gives it the same uuid, so the sinks store it once even if it
 // was stored before. Errors already replayed (the replay log) and errors
 // whose raw event was cut to size are skipped.
+//
+// Unlike Errors, a zero f.Limit means no limit.
 func (i *Inspector) ReplayMatching(ctx context.Context, f ErrorFilter, dryRun bool) (ReplayResult, error) {
+	if f.Limit == 0 {
+		f.Limit = -1
+	}
 	entries, err := i.scanErrors(ctx, f)
 	if err != nil {
 		return ReplayResult{}, err

@@ -20,14 +20,14 @@ type ReadConfig struct {
 	// Since, if set, starts each partition at its first record at or after
 	// Since (it narrows LastN further when both are set).
 	Since time.Time
-	// Partition and From/To bound offsets when Partition >= 0 and
-	// FromOffset/ToOffset are set: [FromOffset, ToOffset) of that
-	// partition only. Partition < 0 (or unset with AllPartitions) reads all.
+	// Without AllPartitions, only Partition is read, within
+	// [FromOffset, ToOffset) (ToOffset 0: to the end).
 	Partition  int32
 	FromOffset int64
-	ToOffset   int64 // 0: to the end
-	// AllPartitions must be true to read every partition (so the zero
-	// value of Partition does not silently mean partition 0 only).
+	ToOffset   int64
+	// AllPartitions reads every partition; Partition and the offsets are
+	// then ignored. It must be set explicitly, so that the zero value of
+	// Partition does not silently mean partition 0 only.
 	AllPartitions bool
 }
 
@@ -36,6 +36,12 @@ type ReadConfig struct {
 // partition. It returns fn's first error (ErrStopTail stops cleanly), or
 // nil once every partition reached its end. A missing topic is an error
 // wrapping kerr.UnknownTopicOrPartition.
+//
+// A partition is done when the record just before its end offset was
+// delivered; on a topic written by transactional producers (whose last
+// offset can be a commit marker) Read would wait for ctx instead, so the
+// pipeline's topics, written by idempotent producers only, are what it is
+// for.
 func Read(ctx context.Context, cfg ReadConfig, fn func(Record) error) error {
 	cl, err := NewClient(cfg.Kafka)
 	if err != nil {

@@ -29,10 +29,20 @@ type errorEntry struct {
 }
 
 // Errors returns the latest EventErrors matching f, newest first.
+//
+// While Run is running, a filter without Scan or Offsets is answered from
+// the window of the latest EventErrors held in memory; otherwise the error
+// topic is read.
 func (i *Inspector) Errors(ctx context.Context, f ErrorFilter) ([]ErrorRecord, error) {
-	entries, err := i.scanErrors(ctx, f)
-	if err != nil {
-		return nil, err
+	entries, ok := []errorEntry(nil), false
+	if f.Scan == 0 && !f.Offsets {
+		entries, ok = i.recent.query(f)
+	}
+	if !ok {
+		var err error
+		if entries, err = i.scanErrors(ctx, f); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]ErrorRecord, len(entries))
 	for k, e := range entries {
@@ -58,31 +68,9 @@ func (i *Inspector) scanErrors(ctx context.Context, f ErrorFilter) ([]errorEntry
 	}
 	var out []errorEntry
 	err = kafka.Read(ctx, rc, func(r kafka.Record) error {
-		var ec capsule.ErrorCapsule
-		if json.Unmarshal(r.Value, &ec) != nil {
-			return nil // not an EventError: nothing to show or replay
+		if e, ok := decodeError(r, replayed); ok && f.match(e) {
+			out = append(out, e)
 		}
-		t := time.Unix(ec.Timestamp, 0).UTC()
-		if (f.Schema != "" && ec.Event.Schema != f.Schema) || (!f.Until.IsZero() && t.After(f.Until)) || (!f.Since.IsZero() && t.Before(f.Since)) {
-			return nil
-		}
-		e := errorEntry{ec: ec, rec: ErrorRecord{
-			UUID: ec.UUID, Time: t, Schema: ec.Event.Schema, Revision: ec.Event.Revision,
-			Code: ec.Event.Code, Message: ec.Event.Message, RawEvent: ec.Event.RawEvent,
-			Partition: r.Partition, Offset: r.Offset,
-			Replayed:   replayed[ec.UUID],
-			Replayable: ec.Event.RawEventBytes == 0 && ec.UUID != "",
-		}}
-		for _, v := range ec.Event.Errors {
-			e.rec.Errors = append(e.rec.Errors, Violation{Path: v.Pointer, Message: v.Reason})
-		}
-		if src := ec.Event.Source; src != nil {
-			e.topic = src.Topic
-			e.rec.Event = eventOfRawLine(ec.Event.RawEvent)
-		} else if json.Valid([]byte(ec.Event.RawEvent)) {
-			e.rec.Event = json.RawMessage(ec.Event.RawEvent)
-		}
-		out = append(out, e)
 		return nil
 	})
 	if errors.Is(err, kerr.UnknownTopicOrPartition) {
@@ -91,6 +79,44 @@ func (i *Inspector) scanErrors(ctx context.Context, f ErrorFilter) ([]errorEntry
 	if err != nil {
 		return nil, err
 	}
+	return newestFirst(out, f.Limit), nil
+}
+
+// decodeError reads an EventError record; ok is false for a record that
+// is not one.
+func decodeError(r kafka.Record, replayed map[string]bool) (errorEntry, bool) {
+	var ec capsule.ErrorCapsule
+	if json.Unmarshal(r.Value, &ec) != nil || ec.UUID == "" {
+		return errorEntry{}, false
+	}
+	e := errorEntry{ec: ec, rec: ErrorRecord{
+		UUID: ec.UUID, Time: time.Unix(ec.Timestamp, 0).UTC(), Schema: ec.Event.Schema, Revision: ec.Event.Revision,
+		Code: ec.Event.Code, Message: ec.Event.Message, RawEvent: ec.Event.RawEvent,
+		Partition: r.Partition, Offset: r.Offset,
+		Replayed:   replayed[ec.UUID],
+		Replayable: ec.Event.RawEventBytes == 0,
+	}}
+	for _, v := range ec.Event.Errors {
+		e.rec.Errors = append(e.rec.Errors, Violation{Path: v.Pointer, Message: v.Reason})
+	}
+	if src := ec.Event.Source; src != nil {
+		e.topic = src.Topic
+		e.rec.Event = eventOfRawLine(ec.Event.RawEvent)
+	} else if json.Valid([]byte(ec.Event.RawEvent)) {
+		e.rec.Event = json.RawMessage(ec.Event.RawEvent)
+	}
+	return e, true
+}
+
+// match reports whether e passes the filter's schema and time bounds.
+func (f ErrorFilter) match(e errorEntry) bool {
+	t := e.rec.Time
+	return (f.Schema == "" || e.rec.Schema == f.Schema) && (f.Until.IsZero() || !t.After(f.Until)) && (f.Since.IsZero() || !t.Before(f.Since))
+}
+
+// newestFirst sorts entries newest first and keeps limit of them (0: 100,
+// -1: all).
+func newestFirst(out []errorEntry, limit int) []errorEntry {
 	slices.SortFunc(out, func(a, b errorEntry) int {
 		if c := b.rec.Time.Compare(a.rec.Time); c != 0 {
 			return c
@@ -100,14 +126,13 @@ func (i *Inspector) scanErrors(ctx context.Context, f ErrorFilter) ([]errorEntry
 		}
 		return int(b.rec.Offset - a.rec.Offset)
 	})
-	limit := f.Limit
 	if limit == 0 {
 		limit = 100
 	}
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
-	return out, nil
+	return out
 }
 
 // eventOfRawLine extracts the client's JSON from a raw line whose first
@@ -143,9 +168,12 @@ func (i *Inspector) Replay(ctx context.Context, uuids []string) (ReplayResult, e
 	if len(uuids) == 0 {
 		return ReplayResult{}, nil
 	}
-	entries, err := i.scanErrors(ctx, ErrorFilter{Limit: -1})
-	if err != nil {
-		return ReplayResult{}, err
+	entries, ok := i.recent.lookup(uuids)
+	if !ok || len(entries) < len(uuids) {
+		var err error
+		if entries, err = i.scanErrors(ctx, ErrorFilter{Limit: -1}); err != nil {
+			return ReplayResult{}, err
+		}
 	}
 	want := map[string]bool{}
 	for _, u := range uuids {
@@ -218,6 +246,7 @@ func (i *Inspector) replay(ctx context.Context, entries []errorEntry, dryRun boo
 	if err := i.prod.ProduceSync(ctx, log); err != nil {
 		return res, fmt.Errorf("replay log: %w", err)
 	}
+	i.recent.setReplayed(seen)
 	return res, nil
 }
 

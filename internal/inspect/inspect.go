@@ -44,7 +44,10 @@ type Config struct {
 	// ScanPerPartition bounds the EventErrors read per partition when
 	// listing recent errors; default 2000.
 	ScanPerPartition int64
-	Logger           *slog.Logger
+	// RecentErrors is how many of the latest EventErrors Run keeps in
+	// memory for the dashboard; default DefaultRecentErrors.
+	RecentErrors int
+	Logger       *slog.Logger
 }
 
 // Inspector reads the pipeline's state for the dashboard and the status
@@ -62,6 +65,8 @@ type Inspector struct {
 	groups  []GroupStats
 	roles   []RoleHealth
 	last    time.Time
+
+	recent recentErrors
 
 	schemaMu     sync.Mutex
 	schemaCache  []SchemaSummary
@@ -96,6 +101,9 @@ func New(cfg Config) (*Inspector, error) {
 	if cfg.ScanPerPartition <= 0 {
 		cfg.ScanPerPartition = 2000
 	}
+	if cfg.RecentErrors <= 0 {
+		cfg.RecentErrors = DefaultRecentErrors
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -104,6 +112,7 @@ func New(cfg Config) (*Inspector, error) {
 		return nil, err
 	}
 	i := &Inspector{cfg: cfg, admin: admin, samples: map[string][]sample{}, hc: &http.Client{Timeout: 2 * time.Second}}
+	i.recent = recentErrors{index: map[string]int{}, replayed: map[string]bool{}, cap: cfg.RecentErrors}
 	if i.prod, err = kafka.NewProducer(kafka.ProducerConfig{Kafka: cfg.Kafka}); err != nil {
 		admin.Close()
 		return nil, err
@@ -126,8 +135,23 @@ func (i *Inspector) Close() {
 }
 
 // Run samples end offsets, consumer groups and role health every
-// Interval until ctx is done.
+// Interval, and follows the error topic, until ctx is done.
 func (i *Inspector) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { i.followErrors(ctx) })
+	wg.Go(func() {
+		t := time.NewTicker(schemaCacheTTL / 3)
+		defer t.Stop()
+		for {
+			i.refreshSchemas(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
 	t := time.NewTicker(i.cfg.Interval)
 	defer t.Stop()
 	for {

@@ -14,8 +14,9 @@ import (
 )
 
 // schemaCacheTTL bounds how stale the schema list may be: the list page
-// must stay fast with hundreds of subjects.
-const schemaCacheTTL = 5 * time.Second
+// must stay fast with hundreds of subjects, so Run refreshes it in the
+// background and requests read the cache.
+const schemaCacheTTL = 15 * time.Second
 
 // Schemas lists the registry's subjects with their versions and
 // compatibility level.
@@ -28,6 +29,27 @@ func (i *Inspector) Schemas(ctx context.Context) ([]SchemaSummary, error) {
 	if i.schemaCache != nil && time.Since(i.schemaCached) < schemaCacheTTL {
 		return slices.Clone(i.schemaCache), nil
 	}
+	return i.loadSchemas(ctx)
+}
+
+// refreshSchemas reloads the schema list unless it is younger than half
+// its TTL (Run calls it).
+func (i *Inspector) refreshSchemas(ctx context.Context) {
+	if i.sr == nil {
+		return
+	}
+	i.schemaMu.Lock()
+	defer i.schemaMu.Unlock()
+	if i.schemaCache != nil && time.Since(i.schemaCached) < schemaCacheTTL/2 {
+		return
+	}
+	if _, err := i.loadSchemas(ctx); err != nil && ctx.Err() == nil {
+		i.cfg.Logger.Warn("loading the schema list", "err", err)
+	}
+}
+
+// loadSchemas fetches the list; schemaMu is held.
+func (i *Inspector) loadSchemas(ctx context.Context) ([]SchemaSummary, error) {
 	all, err := i.sr.AllSchemas(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("registry: %w", err)

@@ -27,6 +27,8 @@ import (
 // (dashboard, status, replay).
 type opsFlags struct {
 	config, brokers, registry, dataDir string
+	// health: the local standalone's HTTP endpoints, when one was found.
+	health map[string]string
 }
 
 func (f *opsFlags) register(fs interface {
@@ -51,6 +53,9 @@ func (f *opsFlags) load() (config.Config, error) {
 		c.Kafka.Brokers = local
 		if f.registry == "" {
 			f.registry = localRegistry(f.dataDir)
+		}
+		if info, ok := readStandaloneInfo(f.dataDir); ok {
+			f.health = map[string]string{"intake": info.HTTP + "/readyz", "registry": info.Registry + "/"}
 		}
 	}
 	if f.registry != "" {
@@ -183,7 +188,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, log
 	if err != nil {
 		return err
 	}
-	ins, err := newInspector(c, kafkaConfig(c, log), nil, log)
+	ins, err := newInspector(c, kafkaConfig(c, log), f.health, log)
 	if err != nil {
 		return err
 	}

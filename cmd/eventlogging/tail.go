@@ -283,13 +283,16 @@ type standaloneInfo struct {
 
 // localRegistry is the registry URL of the standalone of dataDir, or "".
 func localRegistry(dataDir string) string {
-	b, err := os.ReadFile(filepath.Join(dataDir, standaloneFile))
-	if err != nil {
-		return ""
-	}
-	var info standaloneInfo
-	if json.Unmarshal(b, &info) != nil {
-		return ""
-	}
+	info, _ := readStandaloneInfo(dataDir)
 	return info.Registry
+}
+
+// readStandaloneInfo reads the endpoints a standalone wrote in dataDir.
+func readStandaloneInfo(dataDir string) (standaloneInfo, bool) {
+	var info standaloneInfo
+	b, err := os.ReadFile(filepath.Join(dataDir, standaloneFile))
+	if err != nil || json.Unmarshal(b, &info) != nil {
+		return standaloneInfo{}, false
+	}
+	return info, true
 }

@@ -35,6 +35,7 @@ Commands:
   status         a terminal summary of the pipeline (roles, lag, rates,
                  recent errors); --json for scripts
   replay         re-submit EventErrors to the raw topic after a schema fix
+  bench          load-test a running pipeline over HTTP and follow the events through Kafka
   check-config   validate a configuration file and print the effective config
   version        print the version
 
@@ -90,6 +91,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runStatus(ctx, rest, stdout, stderr, logger)
 	case "replay":
 		err = runReplay(ctx, rest, stdout, stderr, logger)
+	case "bench":
+		err = runBench(ctx, rest, stdout, stderr, logger)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "eventlogging", version)
 	case "help", "-h", "--help":

@@ -88,16 +88,29 @@ func (m *roleMetrics) handler() http.Handler { return telemetry.Handler(m.reg) }
 
 // serveMetrics runs the /metrics listener of a role without its own HTTP
 // listener (metrics.listen, else def; "off" disables it) and a lag monitor
-// for groups.
-func (m *roleMetrics) serveMetrics(ctx context.Context, g *errgroup.Group, c config.Config, def string, kc kafka.Config, groups []string, log *slog.Logger) {
+// for groups. A configured address that cannot be bound is an error; the
+// default one, taken by another process on the host (a second processor),
+// only a warning: the role runs without /metrics.
+func (m *roleMetrics) serveMetrics(ctx context.Context, g *errgroup.Group, c config.Config, def string, kc kafka.Config, groups []string, log *slog.Logger) error {
 	addr := c.Metrics.Listen
+	if addr == "off" {
+		m.watchLag(ctx, g, c, kc, groups, log)
+		return nil
+	}
 	if addr == "" {
 		addr = def
 	}
-	if addr != "off" {
-		g.Go(func() error { return telemetry.Serve(ctx, addr, m.reg, log) })
+	ln, err := telemetry.Listen(ctx, addr)
+	switch {
+	case err != nil && c.Metrics.Listen == "":
+		log.Warn("no /metrics: the default metrics address is taken (another role on this host?); set metrics.listen or --metrics-listen", "addr", addr, "err", err)
+	case err != nil:
+		return err // nothing started yet
+	default:
+		g.Go(func() error { return telemetry.Serve(ctx, ln, m.reg, log) })
 	}
 	m.watchLag(ctx, g, c, kc, groups, log)
+	return nil
 }
 
 // watchLag computes consumer lag of groups (all eventlogging groups when

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -292,5 +294,22 @@ func pollMetrics(t *testing.T, urls map[string]string, wants []metricWant, timeo
 			t.Fatal("test context done while polling metrics")
 		case <-tick.C:
 		}
+	}
+}
+
+// TestMetricsListenTaken: an explicitly configured metrics address that is
+// taken stops the processor with a clear error; the default one only warns.
+func TestMetricsListenTaken(t *testing.T) {
+	brokers := strings.Join(kafkatest.Brokers(t), ",")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cmd := exec.CommandContext(t.Context(), binary(t), "process", "--kafka-brokers", brokers, "--schemas", "../../examples/schemas",
+		"--raw-topic", kafkatest.Topic(t, "raw"), "--group", kafkatest.Topic(t, "group"), "--metrics-listen", ln.Addr().String())
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "metrics listener") || !strings.Contains(string(out), "address already in use") {
+		t.Fatalf("process with a taken --metrics-listen: err %v, output:\n%s", err, out)
 	}
 }

@@ -321,11 +321,14 @@ func processKafka(ctx context.Context, c config.Config, log *slog.Logger) error 
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	// First: a metrics address that cannot be bound stops the start.
+	if err := m.serveMetrics(gctx, g, c, ":9101", kc, []string{c.Process.Group}, log); err != nil {
+		return err
+	}
 	if rot != nil {
 		g.Go(func() error { return rot.Run(gctx) })
 	}
 	g.Go(func() error { return runPipe(gctx, c, kc, proc, log) })
-	m.serveMetrics(gctx, g, c, ":9101", kc, []string{c.Process.Group}, log)
 	return g.Wait()
 }
 

@@ -73,14 +73,12 @@ func runSink(ctx context.Context, args []string, stderr io.Writer, log *slog.Log
 	if c.Sink.SQL == "" && c.Sink.Files == "" {
 		return fmt.Errorf("%w: sink: give --sql DSN and/or --files DIR", errUsage)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	m := newRoleMetrics()
 	kc := kafkaConfig(c, log)
 	kc.Metrics = m.kafka
-	closeSinks, err := startSinks(gctx, g, c, kc, log, m)
-	if err != nil {
-		return err
-	}
 	var groups []string
 	if c.Sink.SQL != "" {
 		groups = append(groups, c.Sink.Group+"-sql")
@@ -88,7 +86,15 @@ func runSink(ctx context.Context, args []string, stderr io.Writer, log *slog.Log
 	if c.Sink.Files != "" {
 		groups = append(groups, c.Sink.Group+"-files")
 	}
-	m.serveMetrics(gctx, g, c, ":9102", kc, groups, log)
+	// First: a metrics address that cannot be bound stops the start.
+	if err := m.serveMetrics(gctx, g, c, ":9102", kc, groups, log); err != nil {
+		return err
+	}
+	closeSinks, err := startSinks(gctx, g, c, kc, log, m)
+	if err != nil {
+		cancel()
+		return errors.Join(err, g.Wait())
+	}
 	err = g.Wait()
 	return errors.Join(err, closeSinks())
 }

@@ -328,3 +328,36 @@ func BenchmarkProcess(b *testing.B) {
 }
 
 func regexpMust(s string) *regexp.Regexp { return regexp.MustCompile(s) }
+
+// BenchmarkProcessInvalidShare measures the processing function on a mix of
+// valid events and validation failures (an enum violated): the cost of an
+// invalid-event spike, which slowed the original sharply.
+func BenchmarkProcessInvalidShare(b *testing.B) {
+	p := newTestProcessor(b, Config{}, "000102030405060708090a0b0c0d0e0f")
+	f := mustFormat(b, beaconFormat)
+	valid := []byte(beaconLine(`{"event":{"button":"save","page":"Main_Page","count":3,"loggedIn":true},"revision":1,"schema":"ButtonClick","webHost":"en.wikipedia.org","wiki":"enwiki"}`, 4724275))
+	invalid := []byte(beaconLine(`{"event":{"button":"explode","page":"Main_Page","count":3,"loggedIn":true},"revision":1,"schema":"ButtonClick","webHost":"en.wikipedia.org","wiki":"enwiki"}`, 4724276))
+	ctx := context.Background()
+	for _, pct := range []int{0, 10, 50, 100} {
+		b.Run(fmt.Sprintf("invalid=%d%%", pct), func(b *testing.B) {
+			var outs []Output
+			lines := make([][]byte, 100)
+			for i := range lines {
+				lines[i] = valid
+				if i < pct {
+					lines[i] = invalid
+				}
+			}
+			if outs = p.Process(ctx, f, invalid, nil, outs[:0]); len(outs) != 1 || outs[0].Topic != p.ErrorTopic() {
+				b.Fatal("the invalid benchmark event is valid")
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				outs = p.Process(ctx, f, lines[i%100], nil, outs[:0])
+				i++
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}

@@ -31,13 +31,18 @@ func Handler(g prometheus.Gatherer) http.Handler {
 	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: 4, Timeout: 10 * time.Second})
 }
 
-// Serve serves /metrics (and /healthz) on addr until ctx is done. It is how
-// roles without an HTTP listener of their own (process, sink) are scraped.
-func Serve(ctx context.Context, addr string, g prometheus.Gatherer, log *slog.Logger) error {
+// Listen opens the metrics listener on addr.
+func Listen(ctx context.Context, addr string) (net.Listener, error) {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
-		return fmt.Errorf("metrics listener: %w", err)
+		return nil, fmt.Errorf("metrics listener: %w", err)
 	}
+	return ln, nil
+}
+
+// Serve serves /metrics (and /healthz) on ln until ctx is done. It is how
+// roles without an HTTP listener of their own (process, sink) are scraped.
+func Serve(ctx context.Context, ln net.Listener, g prometheus.Gatherer, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", Handler(g))
 	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) { _, _ = rw.Write([]byte("ok\n")) })
@@ -52,7 +57,7 @@ func Serve(ctx context.Context, addr string, g prometheus.Gatherer, log *slog.Lo
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	err = srv.Shutdown(sctx)
+	err := srv.Shutdown(sctx)
 	if e := <-done; !errors.Is(e, http.ErrServerClosed) {
 		err = errors.Join(err, e)
 	}

@@ -29,6 +29,8 @@ Serves the HTTP intake against a Kafka cluster:
        validated inline: 201 all accepted, 207 mixed, 400 all invalid, with
        per-event results; ?hasty=true takes the raw path and answers 202
   GET  /v1/streams                                 the stream configuration
+  GET  /static/eventlogging.js                     the browser client (ES module)
+  GET  /metrics                                    Prometheus metrics
   GET  /healthz, /readyz                           liveness; readiness (Kafka answers)
 
 While Kafka is unreachable, accepted events are fsync'd to a local spool

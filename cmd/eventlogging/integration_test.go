@@ -36,7 +36,7 @@ var buildOnce = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	bin, err := buildOnce()
 	if err != nil {

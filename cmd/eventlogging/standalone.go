@@ -35,7 +35,7 @@ survives restarts. Other commands find the broker through DIR/kafka/broker.json,
 e.g.  eventlogging tail --from-beginning eventlogging_EventError
 
 HTTP (one port, default :8080): /beacon/event, /v1/events, /v1/streams,
-/healthz, /readyz — see "eventlogging intake --help"; the schema registry
+/static/eventlogging.js, /healthz, /readyz — see "eventlogging intake --help"; the schema registry
 at /registry/, the dashboard at /dashboard/, Prometheus metrics at /metrics.`
 
 func runStandalone(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger) error {

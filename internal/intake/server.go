@@ -118,6 +118,7 @@ func NewServer(w *Writer, val Validator, streams Streams, cfg Config) (*Server, 
 	s.mux.HandleFunc("POST /v1/events", s.events)
 	s.mux.HandleFunc("OPTIONS /v1/events", s.preflight)
 	s.mux.HandleFunc("GET /v1/streams", s.streamConfig)
+	s.mux.HandleFunc("GET /static/eventlogging.js", clientScript) // the browser client (static.go)
 	s.mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(rw, "ok\n") })
 	s.mux.HandleFunc("GET /readyz", s.ready)
 	return s, nil

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Benchmarks, written to bench-results/<UTC time>/ with a summary.md:
+#
+#   scripts/bench.sh          every hot-path benchmark (go test -bench -benchmem):
+#                             line parsing, beacon decoding, schema validation,
+#                             capsule encoding, uuid, HMAC, processing (and its
+#                             invalid-share cost), Avro, SQL and Parquet writes,
+#                             intake HTTP, the pipeline on kfake (200,000 events)
+#   scripts/bench.sh --e2e    also the whole pipeline on a real Kafka broker
+#                             (scripts/kafka.sh on port 39292): the pipeline
+#                             benchmark (1,000,000 events), then intake, processor
+#                             and SQL sink (SQLite) as separate processes driven by
+#                             `eventlogging bench` (beacons, 32 clients, 30 s), the
+#                             rows counted by uuid in SQL
+#
+# Run it on a quiet machine: every figure shares the cores with whatever
+# else runs.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+e2e=false
+[ "${1:-}" = "--e2e" ] && e2e=true
+out=bench-results/$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+log() { printf 'bench.sh: %s\n' "$*" >&2; }
+
+log "micro-benchmarks → $out/micro.txt"
+EVENTLOGGING_BENCH_EVENTS=${EVENTLOGGING_BENCH_EVENTS:-200000} \
+go test -run '^$' -bench . -benchmem -benchtime 2s -count 3 \
+	./internal/lineformat ./internal/capsule ./internal/schema ./internal/iphash \
+	./internal/process ./internal/avrowire ./internal/sink/sqlsink ./internal/sink/filesink \
+	./internal/intake ./internal/registry ./internal/spool 2>&1 | tee "$out/micro.txt" | grep -E '^(Benchmark|ok|FAIL)' >&2
+
+if $e2e; then
+	export KAFKA_PORT=39292
+	brokers=$(scripts/kafka.sh start --fresh)
+	work=$(mktemp -d)
+	pids=()
+	cleanup() {
+		for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+		wait 2>/dev/null || true
+		scripts/kafka.sh stop || true
+		rm -rf "$work"
+	}
+	trap cleanup EXIT
+	log "pipeline benchmark on the real broker (1,000,000 events) → $out/pipeline-kafka.txt"
+	EVENTLOGGING_KAFKA_BROKERS=$brokers EVENTLOGGING_BENCH_EVENTS=1000000 \
+		go test -run '^$' -bench 'Pipeline/kafka' -benchtime 1x ./internal/process | tee "$out/pipeline-kafka.txt" | grep -E '^Benchmark' >&2
+
+	go build -o "$work/eventlogging" ./cmd/eventlogging
+	el="$work/eventlogging"
+	export EVENTLOGGING_KAFKA_BROKERS=$brokers EVENTLOGGING_METRICS_LISTEN=off
+	"$el" intake --listen 127.0.0.1:18280 --spool-dir "$work/spool" --schemas examples/schemas 2>"$work/intake.log" &
+	pids+=($!)
+	"$el" process --schemas examples/schemas 2>"$work/process.log" &
+	pids+=($!)
+	"$el" sink --sql "sqlite:$work/e2e.db" --schemas examples/schemas 2>"$work/sink.log" &
+	pids+=($!)
+	for _ in $(seq 100); do curl -sf http://127.0.0.1:18280/readyz >/dev/null && break; sleep 0.2; done
+	log "end to end: beacons → intake → Kafka → processor → SQL sink → $out/e2e.json"
+	start=$(date +%s.%N)
+	"$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --mode beacon --concurrency 32 \
+		--duration 30s --invalid 0 --json >"$out/e2e.json"
+	run=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/e2e.json")
+	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"]["accepted"])' "$out/e2e.json")
+	# Rows of this run in every table, distinct uuids, until all arrived.
+	python3 - "$work/e2e.db" "bench-$run" "$want" "$start" >"$out/e2e-sql.txt" <<'PY'
+import sqlite3, sys, time
+db, wiki, want, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+deadline = time.time() + 300
+while True:
+    con = sqlite3.connect(db)
+    tables = [r[0] for r in con.execute("select name from sqlite_master where type='table' and name not like 'sqlite_%'")]
+    rows = uuids = 0
+    for t in tables:
+        cols = [r[1] for r in con.execute(f'pragma table_info("{t}")')]
+        if "wiki" not in cols or "uuid" not in cols:
+            continue
+        r, u = con.execute(f'select count(*), count(distinct uuid) from "{t}" where wiki = ?', (wiki,)).fetchone()
+        rows += r; uuids += u
+    con.close()
+    if uuids >= want or time.time() > deadline:
+        break
+    time.sleep(0.5)
+took = time.time() - start
+print(f"sent and accepted {want}; in SQL {uuids} distinct uuids in {rows} rows; lost {want - uuids}; duplicates {rows - uuids}")
+print(f"end to end into SQL: {want / took:.0f} events/s ({took:.1f} s from the first request to the last row)")
+PY
+	cat "$out/e2e-sql.txt" >&2
+fi
+
+{
+	echo "# Benchmark summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3))"
+	echo
+	echo '```'
+	grep -E '^Benchmark' "$out/micro.txt" | awk '{ name=$1; sub(/-[0-9]+$/, "", name); printf "%-60s", name; for (i=3;i<=NF;i+=2) printf " %12s %s", $i, $(i+1); print "" }'
+	echo '```'
+	if $e2e; then
+		echo
+		echo '```'
+		grep -E '^Benchmark' "$out/pipeline-kafka.txt"
+		cat "$out/e2e-sql.txt"
+		echo '```'
+	fi
+} >"$out/summary.md"
+log "summary: $out/summary.md"

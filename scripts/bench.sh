@@ -6,6 +6,7 @@
 #                             capsule encoding, uuid, HMAC, processing (and its
 #                             invalid-share cost), Avro, SQL and Parquet writes,
 #                             intake HTTP, the pipeline on kfake (200,000 events)
+#   scripts/bench.sh --e2e-only  only the end-to-end part below
 #   scripts/bench.sh --e2e    also the whole pipeline on a real Kafka broker
 #                             (scripts/kafka.sh on port 39292): the pipeline
 #                             benchmark (1,000,000 events), then intake, processor
@@ -17,18 +18,25 @@
 # else runs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-e2e=false
-[ "${1:-}" = "--e2e" ] && e2e=true
+e2e=false micro=true
+case "${1:-}" in
+--e2e) e2e=true ;;
+--e2e-only) e2e=true micro=false ;;
+esac
 out=bench-results/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 log() { printf 'bench.sh: %s\n' "$*" >&2; }
 
+if $micro; then
 log "micro-benchmarks → $out/micro.txt"
 EVENTLOGGING_BENCH_EVENTS=${EVENTLOGGING_BENCH_EVENTS:-200000} \
 go test -run '^$' -bench . -benchmem -benchtime 2s -count 3 \
 	./internal/lineformat ./internal/capsule ./internal/schema ./internal/iphash \
 	./internal/process ./internal/avrowire ./internal/sink/sqlsink ./internal/sink/filesink \
 	./internal/intake ./internal/registry ./internal/spool 2>&1 | tee "$out/micro.txt" | grep -E '^(Benchmark|ok|FAIL)' >&2
+else
+	: >"$out/micro.txt"
+fi
 
 if $e2e; then
 	export KAFKA_PORT=39292
@@ -57,9 +65,17 @@ if $e2e; then
 	pids+=($!)
 	for _ in $(seq 100); do curl -sf http://127.0.0.1:18280/readyz >/dev/null && break; sleep 0.2; done
 	log "end to end: beacons → intake → Kafka → processor → SQL sink → $out/e2e.json"
+	# CPU seconds of a process so far (user + system), from /proc.
+	cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+	kpid=$(cat "${TMPDIR:-/tmp}/eventlogging-kafka-$KAFKA_PORT/kafka.pid")
+	roles=(intake processor sink kafka)
+	rpids=("${pids[0]}" "${pids[1]}" "${pids[2]}" "$kpid")
+	before=()
+	for p in "${rpids[@]}"; do before+=("$(cpu "$p")"); done
 	start=$(date +%s.%N)
-	"$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --mode beacon --concurrency 32 \
-		--duration 30s --invalid 0 --json >"$out/e2e.json"
+	TIMEFORMAT='bench %U %S'
+	{ time "$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --mode beacon --concurrency 32 \
+		--duration 30s --invalid 0 --json >"$out/e2e.json"; } 2>"$work/bench-time.txt"
 	run=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/e2e.json")
 	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"]["accepted"])' "$out/e2e.json")
 	# Rows of this run in every table, distinct uuids, until all arrived.
@@ -85,20 +101,31 @@ took = time.time() - start
 print(f"sent and accepted {want}; in SQL {uuids} distinct uuids in {rows} rows; lost {want - uuids}; duplicates {rows - uuids}")
 print(f"end to end into SQL: {want / took:.0f} events/s ({took:.1f} s from the first request to the last row)")
 PY
-	cat "$out/e2e-sql.txt" >&2
+	# CPU per role over the run, per event accepted.
+	{
+		printf '%-10s %12s %12s\n' role cpu_seconds us_per_event
+		for i in "${!roles[@]}"; do
+			after=$(cpu "${rpids[$i]}")
+			awk -v r="${roles[$i]}" -v a="$after" -v b="${before[$i]}" -v n="$want" 'BEGIN { printf "%-10s %12.2f %12.2f\n", r, a - b, (a - b) * 1e6 / n }'
+		done
+		awk -v n="$want" '$1 == "bench" { printf "%-10s %12.2f %12.2f\n", "bench", $2 + $3, ($2 + $3) * 1e6 / n }' "$work/bench-time.txt"
+	} >"$out/e2e-cpu.txt"
+	cat "$out/e2e-sql.txt" "$out/e2e-cpu.txt" >&2
 fi
 
 {
 	echo "# Benchmark summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3))"
 	echo
 	echo '```'
-	grep -E '^Benchmark' "$out/micro.txt" | awk '{ name=$1; sub(/-[0-9]+$/, "", name); printf "%-60s", name; for (i=3;i<=NF;i+=2) printf " %12s %s", $i, $(i+1); print "" }'
+	{ grep -E '^Benchmark' "$out/micro.txt" || true; } | awk '{ name=$1; sub(/-[0-9]+$/, "", name); printf "%-60s", name; for (i=3;i<=NF;i+=2) printf " %12s %s", $i, $(i+1); print "" }'
 	echo '```'
 	if $e2e; then
 		echo
 		echo '```'
-		grep -E '^Benchmark' "$out/pipeline-kafka.txt"
+		grep -E '^Benchmark' "$out/pipeline-kafka.txt" || true
 		cat "$out/e2e-sql.txt"
+		echo
+		cat "$out/e2e-cpu.txt"
 		echo '```'
 	fi
 } >"$out/summary.md"

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/iphash"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
@@ -360,4 +362,19 @@ func BenchmarkProcessInvalidShare(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
 	}
+}
+
+// BenchmarkProcessWithMetrics is BenchmarkProcess counting every event in
+// eventlogging_process_events_total, as the deployed processor does.
+func BenchmarkProcessWithMetrics(b *testing.B) {
+	p := newTestProcessor(b, Config{Metrics: NewMetrics(prometheus.NewRegistry())}, "000102030405060708090a0b0c0d0e0f")
+	f := mustFormat(b, beaconFormat)
+	line := []byte(beaconLine(`{"event":{"button":"save","page":"Main_Page","count":3,"loggedIn":true},"revision":1,"schema":"ButtonClick","webHost":"en.wikipedia.org","wiki":"enwiki"}`, 4724275))
+	ctx := context.Background()
+	var outs []Output
+	b.ReportAllocs()
+	for b.Loop() {
+		outs = p.Process(ctx, f, line, nil, outs[:0])
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }

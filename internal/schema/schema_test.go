@@ -369,3 +369,28 @@ func BenchmarkValidateInvalid(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkValidateLibrary is BenchmarkValidate and BenchmarkValidateDraft3
+// without the fast path: every value through the jsonschema library, as
+// before the fast path existed (the before/after in docs/performance.md).
+func BenchmarkValidateLibrary(b *testing.B) {
+	for _, c := range []struct{ name, file, event string }{
+		{"PageView", "PageView/3.json", benchEvent},
+		{"Draft3", "Edit/1.json", `{"version": 1, "action": "saveSuccess", "editor": "visualeditor", "pageId": 5123, "platform": "desktop", "user": {"id": 42, "editCount": 1200}}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s := *compileFile(b, c.file)
+			s.fast = nil
+			ev := decodeEvent(b, c.event)
+			if err := s.Validate(ev); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := s.Validate(ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

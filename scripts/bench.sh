@@ -12,7 +12,11 @@
 #                             benchmark (1,000,000 events), then intake, processor
 #                             and SQL sink (SQLite) as separate processes driven by
 #                             `eventlogging bench` (beacons, 32 clients, 30 s), the
-#                             rows counted by uuid in SQL
+#                             rows counted by uuid in SQL; BENCH_MODE=hasty (and
+#                             BENCH_BATCH, default 50) sends sendBeacon-style
+#                             batches instead of one GET per event; every
+#                             EVENTLOGGING_* variable reaches the roles, e.g.
+#                             EVENTLOGGING_PROCESS_MIXED_TOPIC=- (no mixed topic)
 #
 # Run it on a quiet machine: every figure shares the cores with whatever
 # else runs.
@@ -74,7 +78,7 @@ if $e2e; then
 	for p in "${rpids[@]}"; do before+=("$(cpu "$p")"); done
 	start=$(date +%s.%N)
 	TIMEFORMAT='bench %U %S'
-	{ time "$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --mode beacon --concurrency 32 \
+	{ time "$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --mode "${BENCH_MODE:-beacon}" --batch "${BENCH_BATCH:-50}" --concurrency 32 \
 		--duration 30s --invalid 0 --json >"$out/e2e.json"; } 2>"$work/bench-time.txt"
 	run=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/e2e.json")
 	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"]["accepted"])' "$out/e2e.json")

@@ -14,6 +14,13 @@
 #   KAFKA_HEAP       JVM heap (default 512m)
 #   KAFKA_CACHE_DIR  where jars are cached (default ${XDG_CACHE_HOME:-~/.cache}/eventlogging)
 #   KAFKA_RUN_DIR    data, config, log and pid file (default ${TMPDIR:-/tmp}/eventlogging-kafka-$KAFKA_PORT)
+#   KAFKA_SCRAM      1: the client listener is SASL_PLAINTEXT with SCRAM-SHA-256 and
+#                    SCRAM-SHA-512 (no anonymous access), for the security tests; run
+#                    it on a port of its own, e.g. KAFKA_SCRAM=1 KAFKA_PORT=39692
+#   KAFKA_SCRAM_USER, KAFKA_SCRAM_PASSWORD
+#                    the SCRAM user created when the storage is formatted (default
+#                    eventlogging / eventlogging-secret); it is also the broker's own
+#                    inter-broker identity
 #
 # The Kafka version is pinned in scripts/kafka/pom.xml and nowhere else.
 set -euo pipefail
@@ -28,6 +35,16 @@ cache=${KAFKA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/eventlogging}
 libs="$cache/kafka-$version/libs"
 run=${KAFKA_RUN_DIR:-${TMPDIR:-/tmp}/eventlogging-kafka-$port}
 addr="127.0.0.1:$port"
+scram=${KAFKA_SCRAM:-0}
+[ "$scram" = 1 ] || scram=0
+scram_user=${KAFKA_SCRAM_USER:-eventlogging}
+scram_password=${KAFKA_SCRAM_PASSWORD:-eventlogging-secret}
+case "$scram_user$scram_password" in
+*[\\\"\',=\[\]]* | *[[:space:]]*)
+	printf 'kafka.sh: KAFKA_SCRAM_USER and KAFKA_SCRAM_PASSWORD may not contain quotes, backslashes, commas, brackets, = or spaces\n' >&2
+	exit 2
+	;;
+esac
 
 log() { printf 'kafka.sh: %s\n' "$*" >&2; }
 
@@ -45,8 +62,19 @@ fetch() {
 }
 
 # answers succeeds when the broker returns metadata (a real Kafka request, not a port probe).
+# In SCRAM mode kcat cannot be the judge: librdkafka before 2.6.1 (Debian 12 has 2.0.2)
+# fails SCRAM against Kafka 4 (it repeats the client nonce, which Kafka 4 rejects), so
+# readiness is the broker's own "STARTED" (it loads the SCRAM users from the metadata log
+# before it is unfenced) plus an open port; the Go tests then authenticate for real.
 answers() {
-	kcat -L -b "$addr" -m 2 >/dev/null 2>&1
+	if [ "$scram" = 1 ]; then
+		pid_alive && [ -f "$run/kafka.log" ] &&
+			sed -n '/^kafka.sh: starting /h; /^kafka.sh: starting /!H; ${x;p;}' "$run/kafka.log" |
+			grep -q 'Transition from STARTING to STARTED' &&
+			(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null
+	else
+		kcat -L -b "$addr" -m 2 >/dev/null 2>&1
+	fi
 }
 
 pid_alive() {
@@ -55,27 +83,37 @@ pid_alive() {
 
 start() {
 	command -v java >/dev/null || { log "java not found"; exit 1; }
-	command -v kcat >/dev/null || { log "kcat not found (apt-get install kcat)"; exit 1; }
+	[ "$scram" = 1 ] || command -v kcat >/dev/null || { log "kcat not found (apt-get install kcat)"; exit 1; }
 	fetch
 	if pid_alive && answers; then
 		log "already running at $addr"
 		echo "$addr"
 		return 0
 	fi
-	if [ "${1:-}" = "--fresh" ] || [ ! -f "$run/data/meta.properties" ]; then
+	# The mode a run dir was formatted in: a SCRAM broker's users live in its
+	# metadata log, so a change of mode or user starts from fresh storage.
+	local mode=plaintext listener=PLAINTEXT
+	if [ "$scram" = 1 ]; then
+		mode="scram $scram_user $(printf '%s' "$scram_password" | sha256sum | cut -c1-16)"
+		listener=SASL_PLAINTEXT
+	fi
+	if [ "${1:-}" = "--fresh" ] || [ ! -f "$run/data/meta.properties" ] ||
+		[ "$(cat "$run/mode" 2>/dev/null || echo plaintext)" != "$mode" ]; then
 		rm -rf "$run"
 		local fresh=1
 	fi
 	mkdir -p "$run/data"
+	printf '%s\n' "$mode" >"$run/mode"
+	(umask 077 && : >"$run/server.properties")
 	cat >"$run/server.properties" <<EOF
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=$listener://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=$listener://127.0.0.1:$port
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=$listener
+listener.security.protocol.map=$listener:$listener,CONTROLLER:PLAINTEXT
 log.dirs=$run/data
 auto.create.topics.enable=false
 num.partitions=1
@@ -89,6 +127,22 @@ group.initial.rebalance.delay.ms=0
 log.segment.bytes=67108864
 log.cleaner.dedupe.buffer.size=8388608
 EOF
+	local format_scram=()
+	if [ "$scram" = 1 ]; then
+		# SASL/SCRAM on the client (and inter-broker) listener. In KRaft the
+		# first SCRAM users are written into the metadata log when the
+		# storage is formatted (--add-scram); the broker authenticates to
+		# itself as the same user. The password is in this file (mode 600):
+		# the run dir is for tests only.
+		cat >>"$run/server.properties" <<EOF
+sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512
+sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256
+listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="$scram_user" password="$scram_password";
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="$scram_user" password="$scram_password";
+EOF
+		format_scram=(--add-scram "SCRAM-SHA-256=[name=$scram_user,password=$scram_password]"
+			--add-scram "SCRAM-SHA-512=[name=$scram_user,password=$scram_password]")
+	fi
 	local cp="$libs/*"
 	local jvm=(-Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -Djava.awt.headless=true
 		-Dlog4j2.configurationFile="$here/kafka/log4j2.properties")
@@ -96,10 +150,11 @@ EOF
 		local cluster
 		cluster=$(java -cp "$cp" "${jvm[@]}" kafka.tools.StorageTool random-uuid)
 		java -cp "$cp" "${jvm[@]}" kafka.tools.StorageTool format \
-			-t "$cluster" -c "$run/server.properties" >"$run/format.log" 2>&1 ||
+			-t "$cluster" -c "$run/server.properties" "${format_scram[@]}" >"$run/format.log" 2>&1 ||
 			{ cat "$run/format.log" >&2; exit 1; }
 	fi
-	log "starting Kafka $version at $addr (run dir $run)"
+	log "starting Kafka $version at $addr ($listener, run dir $run)"
+	printf 'kafka.sh: starting %s\n' "$(date -u +%FT%TZ)" >>"$run/kafka.log"
 	nohup java -cp "$cp" "${jvm[@]}" kafka.Kafka "$run/server.properties" \
 		>>"$run/kafka.log" 2>&1 </dev/null &
 	echo $! >"$run/kafka.pid"

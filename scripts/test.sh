@@ -69,10 +69,16 @@ export EVENTLOGGING_PYTHON="$venv/bin/python"
 
 # 4. Real Kafka broker, MariaDB and PostgreSQL for the integration tests.
 scripts/kafka.sh fetch
-trap 'scripts/db.sh stop || true; scripts/kafka.sh stop || true' EXIT
+trap 'scripts/db.sh stop || true; KAFKA_SCRAM=1 KAFKA_PORT=39692 scripts/kafka.sh stop || true; scripts/kafka.sh stop || true' EXIT
 EVENTLOGGING_KAFKA_BROKERS=$(scripts/kafka.sh start --fresh)
 export EVENTLOGGING_KAFKA_BROKERS
 log "Kafka at $EVENTLOGGING_KAFKA_BROKERS"
+# A second broker whose only client listener is SASL/SCRAM (TestKafkaSCRAM).
+export EVENTLOGGING_KAFKA_SCRAM_USER=eventlogging EVENTLOGGING_KAFKA_SCRAM_PASSWORD=eventlogging-secret
+EVENTLOGGING_KAFKA_SCRAM_BROKERS=$(KAFKA_SCRAM=1 KAFKA_PORT=39692 KAFKA_SCRAM_USER=$EVENTLOGGING_KAFKA_SCRAM_USER \
+	KAFKA_SCRAM_PASSWORD=$EVENTLOGGING_KAFKA_SCRAM_PASSWORD scripts/kafka.sh start --fresh)
+export EVENTLOGGING_KAFKA_SCRAM_BROKERS
+log "Kafka with SCRAM at $EVENTLOGGING_KAFKA_SCRAM_BROKERS"
 dsns=$(scripts/db.sh start) # not inside eval, so that a failure stops the run
 eval "$dsns"
 export EVENTLOGGING_MYSQL_DSN EVENTLOGGING_POSTGRES_DSN

@@ -13,8 +13,8 @@ func runCheckConfig(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("check-config", `Usage: eventlogging check-config --config FILE
 
 Validates the configuration file (with EVENTLOGGING_* environment overrides
-applied) and prints the effective configuration. Exits 1 with the offending
-key on the first error.`, stderr)
+applied) and prints the effective configuration, secrets shown as ***. Exits
+1 with the offending key on the first error.`, stderr)
 	path := fs.String("config", "", "configuration file (YAML); required")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -26,7 +26,8 @@ key on the first error.`, stderr)
 	if err != nil {
 		return err
 	}
-	out, err := yaml.Marshal(c)
+	// Secrets (kafka.sasl_password, tokens, a DSN's password) print as ***.
+	out, err := yaml.Marshal(c.Redacted())
 	if err != nil {
 		return fmt.Errorf("print config: %w", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -147,6 +148,9 @@ func newPipeline(ctx context.Context, c config.Config, log *slog.Logger, m *role
 	}
 	creator := p.prod.Topics(topicDefaults(c))
 	if err := creator.Ensure(ctx, topics...); err != nil {
+		if errors.Is(err, kafka.ErrAuthentication) {
+			return nil, fmt.Errorf("kafka at %v: %w", c.Kafka.Brokers, err)
+		}
 		return nil, fmt.Errorf("kafka not reachable at %v: %w", c.Kafka.Brokers, err)
 	}
 	hasher, rot, store, err := sharedIPKey(ctx, c, p.kc, log)

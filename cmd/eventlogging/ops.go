@@ -143,6 +143,10 @@ func runDashboard(ctx context.Context, args []string, stderr io.Writer, log *slo
 	m := newRoleMetrics()
 	kc := kafkaConfig(c, log)
 	kc.Metrics = m.kafka
+	// Refused credentials would only show as warnings, forever: stop.
+	if err := kafka.CheckAuth(ctx, kc); err != nil {
+		return err
+	}
 	ins, err := newInspector(c, kc, roles, log)
 	if err != nil {
 		return err

@@ -284,8 +284,24 @@ func sharedIPKey(ctx context.Context, c config.Config, kc kafka.Config, log *slo
 	return rotatingHasher{rot}, rot, store, nil
 }
 
+// kafkaConfig is how every role reaches Kafka: brokers, client settings,
+// TLS and SASL from the kafka section.
 func kafkaConfig(c config.Config, log *slog.Logger) kafka.Config {
-	return kafka.Config{Brokers: c.Kafka.Brokers, ClientID: c.Kafka.ClientID, Linger: c.Kafka.Linger, Logger: log}
+	kc := kafka.Config{Brokers: c.Kafka.Brokers, ClientID: c.Kafka.ClientID, Linger: c.Kafka.Linger, Logger: log}
+	k := c.Kafka
+	if k.TLS {
+		kc.TLS = &kafka.TLS{
+			CAFile:             k.TLSCAFile,
+			CertFile:           k.TLSCertFile,
+			KeyFile:            k.TLSKeyFile,
+			ServerName:         k.TLSServerName,
+			InsecureSkipVerify: k.TLSInsecureSkipVerify,
+		}
+	}
+	if k.SASLMechanism != "" {
+		kc.SASL = &kafka.SASL{Mechanism: k.SASLMechanism, Username: k.SASLUsername, Password: k.SASLPassword}
+	}
+	return kc
 }
 
 func processKafka(ctx context.Context, c config.Config, log *slog.Logger) error {

@@ -88,6 +88,12 @@ func runStandalone(ctx context.Context, args []string, stderr io.Writer, log *sl
 	}()
 	c.Kafka.Brokers = emb.Brokers()
 	c.Kafka.ReplicationFactor = -1
+	// The embedded broker listens on loopback without TLS or SASL: the
+	// kafka.tls* and kafka.sasl_* keys are for clusters.
+	if c.Kafka.TLS || c.Kafka.SASLMechanism != "" {
+		log.Warn("standalone: kafka.tls and kafka.sasl_* are ignored, the embedded broker is plaintext on loopback")
+	}
+	c.Kafka.TLS, c.Kafka.SASLMechanism = false, ""
 	return serveAll(ctx, c, log)
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -163,6 +164,34 @@ type Kafka struct {
 	Linger time.Duration `yaml:"linger"`
 	// SessionTimeout of consumer group members.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
+
+	// TLS encrypts the connections to the brokers (the brokers' SSL or
+	// SASL_SSL listener). Env EVENTLOGGING_KAFKA_TLS=true.
+	TLS bool `yaml:"tls"`
+	// TLSCAFile is a PEM bundle of the CAs that sign the brokers'
+	// certificates; empty: the system's roots. Needs tls.
+	TLSCAFile string `yaml:"tls_ca_file"`
+	// TLSCertFile and TLSKeyFile are a PEM client certificate and key for
+	// brokers that require mutual TLS (ssl.client.auth=required); both or
+	// neither. Need tls.
+	TLSCertFile string `yaml:"tls_cert_file"`
+	TLSKeyFile  string `yaml:"tls_key_file"`
+	// TLSServerName is checked against the brokers' certificates; empty:
+	// the host of each broker address. Needs tls.
+	TLSServerName string `yaml:"tls_server_name"`
+	// TLSInsecureSkipVerify accepts any broker certificate: for tests only.
+	// Needs tls.
+	TLSInsecureSkipVerify bool `yaml:"tls_insecure_skip_verify"`
+	// SASLMechanism authenticates the clients: PLAIN, SCRAM-SHA-256 or
+	// SCRAM-SHA-512 (any case); empty: no SASL. PLAIN sends the password as it is:
+	// use it with tls only.
+	SASLMechanism string `yaml:"sasl_mechanism"`
+	// SASLUsername and SASLPassword are the credentials; both required
+	// with a mechanism. Set the password through the environment
+	// (EVENTLOGGING_KAFKA_SASL_PASSWORD) rather than the file; it is
+	// never logged and check-config prints it as ***.
+	SASLUsername string `yaml:"sasl_username"`
+	SASLPassword string `yaml:"sasl_password"`
 }
 
 // Input is one raw topic and its line format.
@@ -313,6 +342,9 @@ func (c *Config) Validate() error {
 	if c.Kafka.ReplicationFactor == 0 || c.Kafka.ReplicationFactor < -1 {
 		return fmt.Errorf("config: kafka.replication_factor: %d, want -1 (broker default) or at least 1", c.Kafka.ReplicationFactor)
 	}
+	if err := c.Kafka.validateSecurity(); err != nil {
+		return err
+	}
 	p := &c.Process
 	if !validGroup.MatchString(p.Group) {
 		return fmt.Errorf("config: process.group: %q is not a valid consumer group name", p.Group)
@@ -460,6 +492,83 @@ func (c *Config) validateIntake() error {
 		return fmt.Errorf("config: standalone.retention: %s, want at least 1h", st.Retention)
 	}
 	return nil
+}
+
+// SASL mechanisms kafka.sasl_mechanism accepts.
+var saslMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+
+// validateSecurity checks the TLS and SASL keys. Errors name the key and
+// never hold the password.
+func (k *Kafka) validateSecurity() error {
+	tlsFiles := []struct{ key, path string }{
+		{"kafka.tls_ca_file", k.TLSCAFile},
+		{"kafka.tls_cert_file", k.TLSCertFile},
+		{"kafka.tls_key_file", k.TLSKeyFile},
+	}
+	if !k.TLS {
+		for _, f := range tlsFiles {
+			if f.path != "" {
+				return fmt.Errorf("config: %s: set kafka.tls: true to use it (connections are plaintext without it)", f.key)
+			}
+		}
+		if k.TLSServerName != "" {
+			return errors.New("config: kafka.tls_server_name: set kafka.tls: true to use it (connections are plaintext without it)")
+		}
+		if k.TLSInsecureSkipVerify {
+			return errors.New("config: kafka.tls_insecure_skip_verify: set kafka.tls: true to use it (connections are plaintext without it)")
+		}
+	}
+	if (k.TLSCertFile == "") != (k.TLSKeyFile == "") {
+		return errors.New("config: kafka.tls_cert_file, kafka.tls_key_file: a client certificate needs both")
+	}
+	for _, f := range tlsFiles {
+		if f.path == "" {
+			continue
+		}
+		st, err := os.Stat(f.path)
+		if err != nil {
+			return fmt.Errorf("config: %s: %w", f.key, err)
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("config: %s: %s is not a regular file", f.key, f.path)
+		}
+	}
+	if k.SASLMechanism == "" {
+		switch {
+		case k.SASLUsername != "":
+			return fmt.Errorf("config: kafka.sasl_username: set kafka.sasl_mechanism (%s) to use it", strings.Join(saslMechanisms, ", "))
+		case k.SASLPassword != "":
+			return fmt.Errorf("config: kafka.sasl_password: set kafka.sasl_mechanism (%s) to use it", strings.Join(saslMechanisms, ", "))
+		}
+		return nil
+	}
+	mech := strings.ToUpper(k.SASLMechanism)
+	if !slices.Contains(saslMechanisms, mech) {
+		return fmt.Errorf("config: kafka.sasl_mechanism: %q, want %s", k.SASLMechanism, strings.Join(saslMechanisms, ", "))
+	}
+	if k.SASLUsername == "" {
+		return fmt.Errorf("config: kafka.sasl_username: required with kafka.sasl_mechanism %s", mech)
+	}
+	if k.SASLPassword == "" {
+		return fmt.Errorf("config: kafka.sasl_password: required with kafka.sasl_mechanism %s (set EVENTLOGGING_KAFKA_SASL_PASSWORD)", mech)
+	}
+	return nil
+}
+
+// Redacted is a copy of c with every secret replaced by "***" (the SASL
+// password, the registry and replay tokens, a password in sink.sql), for
+// printing.
+func (c Config) Redacted() Config {
+	hide := func(s *string) {
+		if *s != "" {
+			*s = "***"
+		}
+	}
+	hide(&c.Kafka.SASLPassword)
+	hide(&c.Registry.Token)
+	hide(&c.Dashboard.ReplayToken)
+	c.Sink.SQL = redactDSN(c.Sink.SQL)
+	return c
 }
 
 // applyEnv sets EVENTLOGGING_<SECTION>_<KEY> over the file's values, e.g.

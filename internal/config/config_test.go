@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestGoodFiles: every testdata/*.good.yaml loads and validates.
@@ -93,5 +95,73 @@ func TestDefaultIsValid(t *testing.T) {
 	c := Default()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSecurityKeys: the TLS and SASL keys from a file and from the
+// environment (the password from EVENTLOGGING_KAFKA_SASL_PASSWORD).
+func TestSecurityKeys(t *testing.T) {
+	data, _ := os.ReadFile("testdata/security.good.yaml")
+	c, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := c.Kafka
+	if !k.TLS || k.TLSCAFile != "testdata/ca.pem" || k.TLSServerName != "kafka.internal" || k.SASLMechanism != "SCRAM-SHA-512" || k.SASLUsername != "eventlogging" {
+		t.Errorf("security keys not read: %+v", k)
+	}
+	c = Default()
+	env := map[string]string{
+		"EVENTLOGGING_KAFKA_TLS":            "true",
+		"EVENTLOGGING_KAFKA_TLS_CA_FILE":    "testdata/ca.pem",
+		"EVENTLOGGING_KAFKA_SASL_MECHANISM": "scram-sha-256",
+		"EVENTLOGGING_KAFKA_SASL_USERNAME":  "eventlogging",
+		"EVENTLOGGING_KAFKA_SASL_PASSWORD":  "from-the-environment",
+	}
+	if err := applyEnv(&c, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Kafka.TLS || c.Kafka.TLSCAFile != "testdata/ca.pem" || c.Kafka.SASLPassword != "from-the-environment" {
+		t.Errorf("env not applied: %+v", c.Kafka)
+	}
+}
+
+// TestSecretsNeverPrinted: Redacted (what check-config prints) hides the
+// SASL password, the tokens and a DSN's password, and leaves c alone;
+// validation errors never quote the password.
+func TestSecretsNeverPrinted(t *testing.T) {
+	c := Default()
+	c.Kafka.SASLMechanism, c.Kafka.SASLUsername, c.Kafka.SASLPassword = "PLAIN", "u", "kafka-pass-1"
+	c.Registry.Token = "registry-token-2"
+	c.Dashboard.ReplayToken = "replay-token-3"
+	c.Sink.SQL = "postgres://el:db-pass-4@db:5432/events"
+	r := c.Redacted()
+	out, err := yaml.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"kafka-pass-1", "registry-token-2", "replay-token-3", "db-pass-4"} {
+		if strings.Contains(string(out), secret) {
+			t.Errorf("%s printed:\n%s", secret, out)
+		}
+	}
+	if r.Kafka.SASLPassword != "***" || r.Registry.Token != "***" || r.Sink.SQL != "postgres://el:***@db:5432/events" || r.Kafka.SASLUsername != "u" {
+		t.Errorf("redacted: %+v", r)
+	}
+	if c.Kafka.SASLPassword != "kafka-pass-1" || c.Registry.Token != "registry-token-2" {
+		t.Error("Redacted changed the original")
+	}
+	if d := Default().Redacted(); d.Registry.Token != "" || d.Kafka.SASLPassword != "" {
+		t.Errorf("unset secrets print as ***: %+v", d)
+	}
+	files, _ := filepath.Glob("testdata/*.bad.yaml")
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		if _, err := Parse(data); err != nil && strings.Contains(err.Error(), "do-not-print-me") {
+			t.Errorf("%s: error quotes the password: %v", f, err)
+		}
 	}
 }

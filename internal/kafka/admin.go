@@ -69,11 +69,11 @@ func (t *Topics) EnsureWith(ctx context.Context, d TopicDefaults, names ...strin
 	}
 	resp, err := t.adm.CreateTopics(ctx, d.Partitions, d.ReplicationFactor, d.Configs, missing...)
 	if err != nil {
-		return fmt.Errorf("create topics %v: %w", missing, err)
+		return explainAuth(fmt.Errorf("create topics %v: %w", missing, err))
 	}
 	for _, r := range resp.Sorted() {
 		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("create topic %s: %w", r.Topic, r.Err)
+			return explainAuth(fmt.Errorf("create topic %s: %w", r.Topic, r.Err))
 		}
 		t.known[r.Topic] = true
 	}
@@ -82,7 +82,7 @@ func (t *Topics) EnsureWith(ctx context.Context, d TopicDefaults, names ...strin
 	for {
 		md, err := t.adm.Metadata(ctx, missing...)
 		if err != nil {
-			return fmt.Errorf("metadata for %v: %w", missing, err)
+			return explainAuth(fmt.Errorf("metadata for %v: %w", missing, err))
 		}
 		ready := true
 		for _, td := range md.Topics {

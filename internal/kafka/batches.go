@@ -126,6 +126,13 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 		cl.AllowRebalance() // a blocked rebalance must not hold up leaving the group
 		cl.Close()
 	}()
+	if cfg.Kafka.SASL != nil {
+		// Refused credentials would only show as fetch errors, retried
+		// forever: stop now, saying why.
+		if err := checkAuth(ctx, cl); err != nil {
+			return err
+		}
+	}
 
 	work := context.WithoutCancel(ctx)
 	var batch []Record

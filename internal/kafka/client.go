@@ -29,6 +29,10 @@ type Config struct {
 	// Metrics, if set, counts produce outcomes and exports franz-go's
 	// client metrics; shared by every client of the process.
 	Metrics *Metrics
+	// TLS encrypts the connections to the brokers; nil: plaintext.
+	TLS *TLS
+	// SASL authenticates to the brokers; nil: no authentication.
+	SASL *SASL
 }
 
 // ErrNoBrokers is returned when Config.Brokers is empty.
@@ -72,6 +76,11 @@ func (c Config) opts() ([]kgo.Opt, error) {
 		// seen quickly.
 		kgo.MetadataMinAge(time.Second),
 	}
+	sec, err := c.securityOpts()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, sec...)
 	if c.Logger != nil {
 		opts = append(opts, kgo.WithLogger(slogAdapter{c.Logger}))
 	}
@@ -95,7 +104,7 @@ func NewClient(c Config, extra ...kgo.Opt) (*kgo.Client, error) {
 // Ping checks that a broker answers metadata requests.
 func Ping(ctx context.Context, cl *kgo.Client) error {
 	if err := cl.Ping(ctx); err != nil {
-		return fmt.Errorf("kafka ping: %w", err)
+		return explainAuth(fmt.Errorf("kafka ping: %w", err))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/iphash"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
@@ -111,17 +112,21 @@ func (p *Processor) Process(ctx context.Context, f *lineformat.Format, raw []byt
 	defer p.scratch.Put(s)
 	s.fields = lineformat.Fields{Capsule: s.fields.Capsule[:0], Named: s.fields.Named[:0]}
 	var fail *failure
+	line := &rawLine{f: f}
 	switch {
 	case len(raw) > p.cfg.MaxEventBytes:
 		fail = processorFailure("raw event of %d bytes exceeds the %d-byte limit", len(raw), p.cfg.MaxEventBytes)
 	default:
 		if err := f.Parse(raw, &s.fields); err != nil {
-			fail = processorFailure("parse raw event: %v", err)
-		} else if s.fields.Capsule == nil {
-			fail = processorFailure("line format %q has no capsule (%%q or %%j)", f.String())
+			fail = p.parseFailure(f, raw, err)
+		} else {
+			line.parsed = true
+			if s.fields.Capsule == nil {
+				fail = processorFailure("line format %q has no capsule (%%q or %%j)", f.String())
+			}
 		}
 	}
-	out, _ = p.finish(ctx, &s.fields, raw, src, fail, out)
+	out, _ = p.finish(ctx, &s.fields, raw, line, src, fail, out)
 	return out
 }
 
@@ -170,11 +175,12 @@ func (p *Processor) ProcessEvent(ctx context.Context, event []byte, m Meta, out 
 	if len(event) > p.cfg.MaxEventBytes {
 		fail = processorFailure("event of %d bytes exceeds the %d-byte limit", len(event), p.cfg.MaxEventBytes)
 	}
-	return p.finish(ctx, fl, event, nil, fail, out)
+	return p.finish(ctx, fl, event, nil, nil, fail, out)
 }
 
-// finish builds and routes one parsed record (or its EventError).
-func (p *Processor) finish(ctx context.Context, fl *lineformat.Fields, raw []byte, src *capsule.Source, fail *failure, out []Output) ([]Output, Result) {
+// finish builds and routes one parsed record (or its EventError). line is
+// nil for events from the HTTP intake (raw is then the JSON event).
+func (p *Processor) finish(ctx context.Context, fl *lineformat.Fields, raw []byte, line *rawLine, src *capsule.Source, fail *failure, out []Output) ([]Output, Result) {
 	c := &capsule.Capsule{Revision: -1}
 	var r route
 	if fail == nil {
@@ -182,7 +188,7 @@ func (p *Processor) finish(ctx context.Context, fl *lineformat.Fields, raw []byt
 	}
 	if fail != nil {
 		p.cfg.Metrics.count(fail.label, fail.code)
-		out = append(out, Output{Topic: p.cfg.ErrorTopic, Value: p.errorValue(raw, src, fl, c, fail)})
+		out = append(out, Output{Topic: p.cfg.ErrorTopic, Value: p.errorValue(p.storedRaw(raw, line, fl), len(raw), src, fl, c, fail)})
 		return out, Result{UUID: c.UUID, Code: fail.code, Message: fail.message, Errors: fail.violations}
 	}
 	p.cfg.Metrics.count(r.label, "")
@@ -351,7 +357,7 @@ func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, clie
 	c.DT = fl.DT
 	var clientIP string
 	var haveIP, ipFromClient bool
-	if fl.HasClientIP {
+	if fl.HasClientIP && fl.ClientIP != "" && fl.ClientIP != "-" {
 		clientIP, haveIP = fl.ClientIP, true
 	}
 	for i := range fl.Named {
@@ -374,7 +380,9 @@ func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, clie
 		case "userAgent":
 			c.UserAgent = nf.Str
 		case "clientIp":
-			clientIP, haveIP = nf.Str, true
+			if nf.Str != "" && nf.Str != "-" {
+				clientIP, haveIP = nf.Str, true
+			}
 		case "wiki":
 			c.Wiki = nf.Str
 		case "webHost":
@@ -437,8 +445,16 @@ func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, clie
 		return processorFailure("cannot compute uuid: no timestamp or dt in the line or the capsule")
 	}
 	if haveIP {
+		hashed, marked := "", false
+		if !ipFromClient {
+			// A field the processor itself marked as hashed, in the raw
+			// line of an EventError that is replayed: the hash as it is.
+			hashed, marked = iphash.Unmark(clientIP)
+		}
 		switch {
 		case p.cfg.IPPolicy == IPDrop:
+		case marked:
+			c.ClientIP = hashed
 		case ipFromClient || p.cfg.IPPolicy == IPKeep:
 			c.ClientIP = clientIP
 		default:
@@ -448,8 +464,9 @@ func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, clie
 	return nil
 }
 
-// errorValue encodes the EventError for a failed record.
-func (p *Processor) errorValue(raw []byte, src *capsule.Source, fl *lineformat.Fields, c *capsule.Capsule, fail *failure) []byte {
+// errorValue encodes the EventError for a failed record: raw is the record
+// as stored (client IP rewritten per the policy), rawLen the size it had.
+func (p *Processor) errorValue(raw []byte, rawLen int, src *capsule.Source, fl *lineformat.Fields, c *capsule.Capsule, fail *failure) []byte {
 	ee := capsule.EventError{
 		Message:     fail.message,
 		Code:        fail.code,
@@ -472,6 +489,9 @@ func (p *Processor) errorValue(raw []byte, src *capsule.Source, fl *lineformat.F
 	if len(cut) > p.cfg.MaxRawErrorBytes {
 		cut = cut[:p.cfg.MaxRawErrorBytes]
 		ee.RawEventBytes = len(raw)
+		if rawLen > p.cfg.MaxRawErrorBytes {
+			ee.RawEventBytes = rawLen // the size as received, not as rewritten
+		}
 	}
 	ee.RawEvent = string(cut)
 	if !utf8.Valid(cut) {

@@ -162,7 +162,9 @@ func TestParserReferenceNegative(t *testing.T) {
 	loadReference(t, "parser.json", &ref)
 	for _, c := range ref.Negative {
 		t.Run(c.Name, func(t *testing.T) {
-			p := newTestProcessor(t, Config{}, ref.KeyHex)
+			// keep: the original's behaviour, the raw line exactly as read
+			// (hash and drop rewrite its client IP: TestEventErrorClientIP).
+			p := newTestProcessor(t, Config{IPPolicy: IPKeep}, ref.KeyHex)
 			outs := p.Process(context.Background(), mustFormat(t, c.Format), []byte(c.Raw), nil, nil)
 			ee := onlyError(t, outs)
 			if ee.Code != c.Code {
@@ -203,6 +205,7 @@ func beaconLine(capsuleJSON string, seq int) string {
 
 func TestBadInput(t *testing.T) {
 	p := newTestProcessor(t, Config{}, "00")
+	hasher := iphash.NewHasher(iphash.SHA1, []byte{0})
 	f := mustFormat(t, beaconFormat)
 	big := `{"schema":"Generic","revision":13,"event":{"articleId":1,"articleTitle":"` + strings.Repeat("x", 1<<20) + `"}}`
 	cases := []struct {
@@ -259,11 +262,23 @@ func TestBadInput(t *testing.T) {
 				if ee.RawEventBytes != len(c.raw) || len(ee.RawEvent) != 64<<10 {
 					t.Errorf("big raw event: kept %d of %d bytes, rawEventBytes %d", len(ee.RawEvent), len(c.raw), ee.RawEventBytes)
 				}
-			} else if ee.RawEvent != c.raw && ee.RawEventBase64 == nil {
-				t.Errorf("rawEvent not kept")
+			} else if want := hashIPs(c.raw, hasher); ee.RawEvent != want && ee.RawEventBase64 == nil {
+				t.Errorf("rawEvent not kept (with the client IP hashed):\n got %q\nwant %q", ee.RawEvent, want)
+			}
+			if strings.Contains(ee.RawEvent, "198.51.100.7") || strings.Contains(ee.RawEvent, "1.2.3.4") || strings.Contains(ee.Message, "1.2.3.4") {
+				t.Errorf("raw client IP in the EventError: %q / %q", ee.RawEvent, ee.Message)
 			}
 		})
 	}
+}
+
+// hashIPs is raw with the test lines' client IPs replaced as the hash
+// policy stores them in EventErrors.
+func hashIPs(raw string, h *iphash.Hasher) string {
+	for _, ip := range []string{"198.51.100.7", "1.2.3.4"} {
+		raw = strings.ReplaceAll(raw, "\t"+ip+"\t", "\t"+iphash.Mark(h.Hash(ip))+"\t")
+	}
+	return raw
 }
 
 func TestIPPolicies(t *testing.T) {

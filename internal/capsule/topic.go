@@ -39,6 +39,9 @@ func ParseTopicTemplate(s string) (TopicTemplate, error) {
 			t.parts = append(t.parts, rest)
 			break
 		}
+		if strings.IndexByte(rest[:i], '}') >= 0 {
+			return t, fmt.Errorf("%w %q: unmatched '}'", errTopicTmpl, s)
+		}
 		j := strings.IndexByte(rest[i:], '}')
 		if j < 0 {
 			return t, fmt.Errorf("%w %q: unterminated '{'", errTopicTmpl, s)

@@ -140,6 +140,10 @@ func (h *Handler) apiTopics(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) apiNotFound(rw http.ResponseWriter, r *http.Request) {
+	if h.getOnly(rw, r) {
+		writeJSON(rw, http.StatusMethodNotAllowed, apiError{Error: h.prefix + r.URL.Path + " answers GET only"})
+		return
+	}
 	writeJSON(rw, http.StatusNotFound, apiError{Error: "no API endpoint at " + h.prefix + r.URL.Path})
 }
 

@@ -209,6 +209,21 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(rw, r)
 }
 
+// getOnly reports whether r's path is a page or an API endpoint that only
+// GET (and HEAD) reach, r's method being another: the catch-all routes then
+// answer 405 with an Allow header, not 404.
+func (h *Handler) getOnly(rw http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return false
+	}
+	get := &http.Request{Method: http.MethodGet, URL: r.URL, Host: r.Host, Header: http.Header{}}
+	if _, pattern := h.mux.Handler(get); pattern == "/" || pattern == "/api/" || pattern == "" {
+		return false
+	}
+	rw.Header().Set("Allow", "GET, HEAD")
+	return true
+}
+
 // backendCtx bounds one request's backend calls.
 func backendCtx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), backendTimeout)

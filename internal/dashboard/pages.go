@@ -272,6 +272,13 @@ func (h *Handler) tailPage(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) notFoundPage(rw http.ResponseWriter, r *http.Request) {
+	if h.getOnly(rw, r) {
+		v := h.newBase("Method not allowed", "")
+		v.Failure = "Method not allowed"
+		v.Reason = "The dashboard page at " + h.prefix + r.URL.Path + " answers GET only."
+		h.render(rw, r, http.StatusMethodNotAllowed, "notfound", v)
+		return
+	}
 	v := h.newBase("Not found", "")
 	v.Failure = "No such page"
 	v.Reason = "There is no dashboard page at " + h.prefix + r.URL.Path + "."

@@ -89,8 +89,15 @@ func decodeError(r kafka.Record, replayed map[string]bool) (errorEntry, bool) {
 	if json.Unmarshal(r.Value, &ec) != nil || ec.UUID == "" {
 		return errorEntry{}, false
 	}
+	when := time.Unix(ec.Timestamp, 0).UTC()
+	if y := when.Year(); y < 1 || y > 9999 {
+		// A client-supplied timestamp out of RFC 3339's range would make
+		// every answer listing this record fail to encode: use the time
+		// the record was written instead.
+		when = r.Timestamp.UTC()
+	}
 	e := errorEntry{ec: ec, rec: ErrorRecord{
-		UUID: ec.UUID, Time: time.Unix(ec.Timestamp, 0).UTC(), Schema: ec.Event.Schema, Revision: ec.Event.Revision,
+		UUID: ec.UUID, Time: when, Schema: ec.Event.Schema, Revision: ec.Event.Revision,
 		Code: ec.Event.Code, Message: ec.Event.Message, RawEvent: ec.Event.RawEvent,
 		Partition: r.Partition, Offset: r.Offset,
 		Replayed:   replayed[ec.UUID],

@@ -210,13 +210,27 @@ func (r *Registry) referencedTexts(refs []reference) ([]string, error) {
 	return out, nil
 }
 
+// Bounds on JSON Schema documents. The compiler's time grows with the
+// square of a document's nesting depth and of its number of subschemas
+// (seconds past 10,000 objects or 1,000 levels, minutes past 100,000 or
+// 9,000): a request must not hold a core for that long. Event schemas stay
+// far below both.
+const (
+	maxSchemaDepth   = 64    // nested objects and arrays
+	maxSchemaObjects = 5_000 // objects, each possibly a subschema
+)
+
 // validateJSONSchema checks a JSON Schema document: JSON text (not YAML),
-// an object, that compiles once normalised (draft 3 → 2020-12). The text
-// itself is what gets stored.
+// an object, within maxSchemaDepth and maxSchemaObjects, that compiles once
+// normalised (draft 3 → 2020-12). The text itself is what gets stored.
 func validateJSONSchema(text string) error {
 	raw := bytes.TrimSpace([]byte(text))
 	if !json.Valid(raw) {
 		return errInvalidSchema("a JSON schema must be valid JSON text")
+	}
+	if depth, objects := jsonShape(raw); depth > maxSchemaDepth || objects > maxSchemaObjects {
+		return errInvalidSchema("a JSON schema may nest %d levels deep and hold %d objects at most (this one: %d levels, %d objects)",
+			maxSchemaDepth, maxSchemaObjects, depth, objects)
 	}
 	doc, err := schema.ParseDocument(raw)
 	if err != nil {
@@ -226,6 +240,32 @@ func validateJSONSchema(text string) error {
 		return errInvalidSchema("%v", err)
 	}
 	return nil
+}
+
+// jsonShape returns the nesting depth of valid JSON text and its number
+// of objects.
+func jsonShape(raw []byte) (maxDepth, objects int) {
+	depth, inString, escaped := 0, false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			escaped = c == '\\'
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if c == '{' {
+				objects++
+			}
+			depth++
+			maxDepth = max(maxDepth, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return maxDepth, objects
 }
 
 // validateAvro parses an Avro schema, after the schemas it references.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -226,6 +228,13 @@ func (p *Processor) topicsFor(name string, revision int64) schemaTopics {
 	return t
 }
 
+// The range of client timestamps: 0001-01-01T00:00:00Z to
+// 9999-12-31T23:59:59Z in Unix seconds.
+const (
+	minTimestamp = -62135596800
+	maxTimestamp = 253402300799
+)
+
 // failure is why a record became an EventError.
 type failure struct {
 	code       string
@@ -263,8 +272,10 @@ func (p *Processor) build(ctx context.Context, fl *lineformat.Fields, c *capsule
 	addViol := func(ptr, reason string) { viol = append(viol, capsule.Violation{Pointer: ptr, Reason: reason}) }
 	label := "" // set once the schema resolved
 
-	// Capsule root: additionalProperties false, typed fields.
-	for k, val := range client {
+	// Capsule root: additionalProperties false, typed fields; keys in
+	// order, so the same record always gives the same EventError.
+	for _, k := range slices.Sorted(maps.Keys(client)) {
+		val := client[k]
 		switch k {
 		case "event", "schema", "revision", "recvFrom", "seqId", "timestamp", "dt", "uuid", "userAgent", "clientIp", "topic":
 		case "wiki", "webHost":
@@ -409,6 +420,11 @@ func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, clie
 		n, isInt := jsonInt(v)
 		if !isInt {
 			return &failure{code: capsule.CodeValidation, message: "/timestamp: want integer", violations: []capsule.Violation{{Pointer: "/timestamp", Reason: "got " + jsonKind(v) + ", want integer"}}}
+		}
+		// Years 1 to 9999: dt and the file sink's hour partitions need
+		// a four-digit year.
+		if n < minTimestamp || n > maxTimestamp {
+			return &failure{code: capsule.CodeValidation, message: "/timestamp: out of range", violations: []capsule.Violation{{Pointer: "/timestamp", Reason: fmt.Sprintf("%d is not a time between years 1 and 9999 (Unix seconds)", n)}}}
 		}
 		c.Timestamp, haveTS = n, true
 	}

@@ -393,3 +393,19 @@ func BenchmarkProcessWithMetrics(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// TestClientTimestampRange: a client timestamp (trusted) outside years 1 to
+// 9999 is a validation error, not a capsule with a seven-digit year.
+func TestClientTimestampRange(t *testing.T) {
+	p := newTestProcessor(t, Config{TrustClientCapsuleFields: true}, "01")
+	for ts, valid := range map[string]bool{"999999999999999": false, "-62135596801": false, "253402300799": true, "1358637398": true} {
+		ev := `{"schema":"Generic","revision":13,"event":{"articleId":1,"articleTitle":"X"},"timestamp":` + ts + `}`
+		_, res := p.ProcessEvent(context.Background(), []byte(ev), Meta{RecvFrom: "t", SeqID: 1, Received: fixedNow}, nil)
+		if res.Valid() != valid {
+			t.Errorf("timestamp %s: valid=%v (%s), want %v", ts, res.Valid(), res.Message, valid)
+		}
+		if !valid && (len(res.Errors) != 1 || res.Errors[0].Pointer != "/timestamp") {
+			t.Errorf("timestamp %s: errors %+v, want one at /timestamp", ts, res.Errors)
+		}
+	}
+}

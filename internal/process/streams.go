@@ -53,7 +53,7 @@ func NewStreams(list []Stream) (*Streams, error) {
 		if s.SampleRate == 0 {
 			s.SampleRate = 1
 		}
-		if s.SampleRate < 0 || s.SampleRate > 1 {
+		if !(s.SampleRate >= 0 && s.SampleRate <= 1) { // also refuses NaN
 			return nil, fmt.Errorf("streams[%d] %q: sample_rate %v is not in [0, 1]", i, s.Name, s.SampleRate)
 		}
 		switch s.Format {

@@ -87,10 +87,12 @@ export EVENTLOGGING_MYSQL_DSN EVENTLOGGING_POSTGRES_DSN
 go build ./...
 go vet ./...
 golangci-lint run ./...
-# Load tests measure, so they run without the race detector, on their own
-# (they skip under -race); then every test with -race.
+# Every fuzz target for a few seconds (their seed corpora also run in the
+# main pass); load tests measure, so they run without the race detector, on
+# their own (they skip under -race); then every test with -race.
 load_rc=0
 if [ $# -eq 0 ]; then
+	scripts/fuzz.sh "${FUZZ_SECONDS:-4}" || load_rc=$?
 	go test -count=1 -timeout 10m -run '^TestDashboardUnderLoad$' ./cmd/eventlogging || load_rc=$?
 fi
 go test -count=1 -race -timeout 20m "$@" ./...

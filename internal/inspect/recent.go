@@ -17,12 +17,16 @@ const DefaultRecentErrors = 5000
 // keeps up to date, so error pages never read Kafka on request. Safe for
 // concurrent use.
 type recentErrors struct {
-	mu       sync.RWMutex
-	ready    bool
-	entries  []errorEntry // arrival order; at most 2*cap before trimming
-	index    map[string]int
-	replayed map[string]bool
-	cap      int
+	mu sync.RWMutex
+	// following: Run follows the error topic; until the tail has started
+	// (ready), queries answer from what the window holds rather than
+	// reading Kafka on the request.
+	following bool
+	ready     bool
+	entries   []errorEntry // arrival order; at most 2*cap before trimming
+	index     map[string]int
+	replayed  map[string]bool
+	cap       int
 }
 
 func (r *recentErrors) add(e errorEntry) {
@@ -59,7 +63,7 @@ func (r *recentErrors) setReplayed(uuids map[string]bool) {
 func (r *recentErrors) query(f ErrorFilter) ([]errorEntry, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if !r.ready {
+	if !r.ready && !r.following {
 		return nil, false
 	}
 	start := max(len(r.entries)-r.cap, 0)
@@ -93,6 +97,9 @@ func (r *recentErrors) lookup(uuids []string) ([]errorEntry, bool) {
 // every 30s (other dashboards replay too). It retries while the error
 // topic does not exist yet.
 func (i *Inspector) followErrors(ctx context.Context) {
+	i.recent.mu.Lock()
+	i.recent.following = true
+	i.recent.mu.Unlock()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {

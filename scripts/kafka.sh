@@ -90,6 +90,13 @@ start() {
 		echo "$addr"
 		return 0
 	fi
+	# Something else listens on our port (another broker, a stale JVM whose
+	# pid file is gone): ours would die with "address in use" while that
+	# one answers, and stop would then leave it running.
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		log "port $port is taken by a process this script did not start (pid file $run/kafka.pid); stop it or set KAFKA_PORT"
+		exit 1
+	fi
 	# The mode a run dir was formatted in: a SCRAM broker's users live in its
 	# metadata log, so a change of mode or user starts from fresh storage.
 	local mode=plaintext listener=PLAINTEXT
@@ -159,7 +166,7 @@ EOF
 		>>"$run/kafka.log" 2>&1 </dev/null &
 	echo $! >"$run/kafka.pid"
 	local deadline=$((SECONDS + 120))
-	until answers; do
+	until pid_alive && answers; do
 		if ! pid_alive; then
 			log "broker exited during start-up; last log lines:"
 			tail -n 40 "$run/kafka.log" >&2

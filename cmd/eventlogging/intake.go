@@ -182,6 +182,7 @@ func newPipeline(ctx context.Context, c config.Config, log *slog.Logger, m *role
 		CORSOrigin:     c.Intake.CORSOrigin,
 		TrustedProxies: proxies,
 		DropClientIP:   c.Process.IP == "drop",
+		AckAfterKafka:  c.Intake.Ack == config.AckKafka,
 		Metrics:        intake.NewMetrics(m.registerer(), p.writer),
 		Logger:         log.With("component", "intake"),
 	})

@@ -287,7 +287,7 @@ func sharedIPKey(ctx context.Context, c config.Config, kc kafka.Config, log *slo
 // kafkaConfig is how every role reaches Kafka: brokers, client settings,
 // TLS and SASL from the kafka section.
 func kafkaConfig(c config.Config, log *slog.Logger) kafka.Config {
-	kc := kafka.Config{Brokers: c.Kafka.Brokers, ClientID: c.Kafka.ClientID, Linger: c.Kafka.Linger, Logger: log}
+	kc := kafka.Config{Brokers: c.Kafka.Brokers, ClientID: c.Kafka.ClientID, Linger: c.Kafka.Linger, FetchMaxBytes: c.Kafka.FetchMaxBytes, Logger: log}
 	k := c.Kafka
 	if k.TLS {
 		kc.TLS = &kafka.TLS{

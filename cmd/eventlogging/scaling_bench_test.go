@@ -19,7 +19,8 @@ import (
 // pre-filled with EVENTLOGGING_BENCH_EVENTS (default 1,000,000) valid
 // beacon lines, consumed by 1, 2 and 4 `eventlogging process` processes of
 // one consumer group until the group's committed offsets reach the end.
-// Run with -benchtime 1x.
+// The processes run a binary built without -race (plainBuild): the race
+// detector would slow them several times over. Run with -benchtime 1x.
 func BenchmarkProcessorScaling(b *testing.B) {
 	v := os.Getenv("EVENTLOGGING_KAFKA_BROKERS")
 	if v == "" {
@@ -62,14 +63,20 @@ func BenchmarkProcessorScaling(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer admin.Close()
+	runs := 0 // a new consumer group per measurement, also under -count
 	for _, procs := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("processes=%d", procs), func(b *testing.B) {
 			for i := range b.N {
-				group := fmt.Sprintf("scaling-%s-%d-%d", run, procs, i)
+				runs++
+				group := fmt.Sprintf("scaling-%s-%d-%d-%d", run, procs, i, runs)
+				bin, err := plainBuild()
+				if err != nil {
+					b.Fatal(err)
+				}
 				start := time.Now()
 				var cmds []*exec.Cmd
 				for p := range procs {
-					cmd := exec.CommandContext(b.Context(), binary(b), "process", "--kafka-brokers", v, "--schemas", "../../examples/schemas",
+					cmd := exec.CommandContext(b.Context(), bin, "process", "--kafka-brokers", v, "--schemas", "../../examples/schemas",
 						"--raw-topic", raw, "--group", group, "--mixed-topic", "-", "--metrics-listen", "off",
 						"--topic-template", "scaling_"+run+"_{schema}", "--error-topic", "scaling_"+run+"_EventError", "--processor-id", fmt.Sprintf("p%d", p))
 					if err := cmd.Start(); err != nil {

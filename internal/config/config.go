@@ -108,6 +108,12 @@ type Registry struct {
 	ImportDir string `yaml:"import_dir"`
 }
 
+// Values of Intake.Ack.
+const (
+	AckBuffered = "buffered"
+	AckKafka    = "kafka"
+)
+
 // Intake configures `eventlogging intake` (and the intake inside standalone).
 type Intake struct {
 	// Listen is the HTTP address.
@@ -128,6 +134,12 @@ type Intake struct {
 	// hasty POSTs answered before Kafka acknowledged them).
 	BufferRecords   int           `yaml:"buffer_records"`
 	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
+	// Ack is when beacons and hasty POSTs are answered: "buffered" (the
+	// default) once the record is in the producer buffer (or the spool);
+	// "kafka" once Kafka acknowledged it with acks=all (or it is fsync'd
+	// in the spool), so that an intake crash loses no answered event, at
+	// the cost of a produce round trip of latency per request.
+	Ack string `yaml:"ack"`
 	// CanaryInterval: every interval the intake sends each CanaryEvents
 	// event through the raw path, marked as a canary (webHost or
 	// meta.domain "canary"); sinks record when they see it
@@ -164,6 +176,9 @@ type Kafka struct {
 	Linger time.Duration `yaml:"linger"`
 	// SessionTimeout of consumer group members.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// FetchMaxBytes bounds one fetch response of a consumer (processor,
+	// sinks) and so, with max_poll_records, its memory.
+	FetchMaxBytes int32 `yaml:"fetch_max_bytes"`
 
 	// TLS encrypts the connections to the brokers (the brokers' SSL or
 	// SASL_SSL listener). Env EVENTLOGGING_KAFKA_TLS=true.
@@ -230,6 +245,7 @@ func Default() Config {
 			Partitions:        6,
 			ReplicationFactor: -1,
 			Linger:            5 * time.Millisecond,
+			FetchMaxBytes:     16 << 20,
 			SessionTimeout:    10 * time.Second,
 		},
 		Intake: Intake{
@@ -242,6 +258,7 @@ func Default() Config {
 			SpoolDir:        "spool",
 			SpoolMaxBytes:   1 << 30,
 			BufferRecords:   100_000,
+			Ack:             AckBuffered,
 			DeliveryTimeout: 15 * time.Second,
 		},
 		Registry: Registry{
@@ -336,6 +353,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config: kafka.brokers: %q is not host:port", b)
 		}
 	}
+	if c.Kafka.FetchMaxBytes < 1<<20 {
+		return fmt.Errorf("config: kafka.fetch_max_bytes: %d, want at least 1 MiB (1048576)", c.Kafka.FetchMaxBytes)
+	}
 	if c.Kafka.Partitions < 1 {
 		return fmt.Errorf("config: kafka.partitions: %d, want at least 1", c.Kafka.Partitions)
 	}
@@ -422,6 +442,9 @@ func (c *Config) validateIntake() error {
 	}
 	if in.SpoolMaxBytes < 1<<20 {
 		return fmt.Errorf("config: intake.spool_max_bytes: %d, want at least 1 MiB", in.SpoolMaxBytes)
+	}
+	if in.Ack != AckBuffered && in.Ack != AckKafka {
+		return fmt.Errorf("config: intake.ack: %q, want %q or %q", in.Ack, AckBuffered, AckKafka)
 	}
 	if in.BufferRecords < 1 {
 		return fmt.Errorf("config: intake.buffer_records: %d, want at least 1", in.BufferRecords)

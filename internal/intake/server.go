@@ -43,6 +43,11 @@ type Config struct {
 	// DropClientIP keeps client IPs out of raw records ("-" instead), for
 	// the drop IP policy.
 	DropClientIP bool
+	// AckAfterKafka answers beacons and hasty POSTs only once Kafka
+	// acknowledged their records (or the spool holds them), instead of once
+	// they are in the producer buffer: an intake crash then loses no
+	// answered event.
+	AckAfterKafka bool
 	// RetryAfter is sent with 503 answers; default 30s.
 	RetryAfter time.Duration
 	// Logger; default slog.Default().
@@ -70,6 +75,7 @@ type Server struct {
 	log     *slog.Logger
 	seq     atomic.Int64
 	mux     *http.ServeMux
+	refusal logThrottle // one "refusing events" line per interval
 }
 
 // NewServer builds the handlers; it starts nothing.
@@ -111,7 +117,7 @@ func NewServer(w *Writer, val Validator, streams Streams, cfg Config) (*Server, 
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, w: w, val: val, streams: streams, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, w: w, val: val, streams: streams, log: cfg.Logger, mux: http.NewServeMux(), refusal: logThrottle{every: 10 * time.Second}}
 	for _, p := range []string{"/beacon/event", "/beacon/event.gif", "/event.gif"} {
 		s.mux.HandleFunc("GET "+p, s.beacon)
 	}
@@ -159,7 +165,7 @@ func (s *Server) beacon(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	line := appendRawLine(make([]byte, 0, len(q)+128), []byte(q), s.cfg.RecvFrom, s.seq.Add(1), time.Now(), s.ip(r), r.UserAgent())
-	if err := s.w.Enqueue([]kafka.Message{{Topic: s.cfg.RawTopic, Value: line}}); err != nil {
+	if err := s.async(r.Context(), []kafka.Message{{Topic: s.cfg.RawTopic, Value: line}}); err != nil {
 		m.reject("beacon", reasonOverload, 1)
 		s.unavailable(rw, err)
 		return
@@ -280,6 +286,15 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 	writeJSON(rw, code, resp)
 }
 
+// async writes the records of a beacon or hasty POST: into the producer
+// buffer, or, with AckAfterKafka, until Kafka acknowledged them.
+func (s *Server) async(ctx context.Context, msgs []kafka.Message) error {
+	if s.cfg.AckAfterKafka {
+		return s.w.Deliver(ctx, msgs)
+	}
+	return s.w.Enqueue(msgs)
+}
+
 // hasty takes the raw path: each event becomes one raw record; 202.
 func (s *Server) hasty(rw http.ResponseWriter, r *http.Request, events [][]byte) {
 	now, ip, ua := time.Now(), s.ip(r), r.UserAgent()
@@ -288,7 +303,7 @@ func (s *Server) hasty(rw http.ResponseWriter, r *http.Request, events [][]byte)
 		q := appendQueryEscape(make([]byte, 0, len(ev)*2), ev)
 		msgs[i] = kafka.Message{Topic: s.cfg.RawTopic, Value: appendRawLine(make([]byte, 0, len(q)+128), q, s.cfg.RecvFrom, s.seq.Add(1), now, ip, ua)}
 	}
-	if err := s.w.Enqueue(msgs); err != nil {
+	if err := s.async(r.Context(), msgs); err != nil {
 		s.cfg.Metrics.reject("hasty", reasonOverload, len(events))
 		s.unavailable(rw, err)
 		return
@@ -349,7 +364,9 @@ func (s *Server) ready(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) unavailable(rw http.ResponseWriter, err error) {
-	s.log.Warn("refusing events", "err", err)
+	if ok, held := s.refusal.allow(time.Now()); ok {
+		s.log.Warn("refusing events (503); logged at most every 10s", "err", err, "refused_since_last_line", held)
+	}
 	rw.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
 	writeError(rw, http.StatusServiceUnavailable, "cannot accept events now; retry later")
 }

@@ -205,10 +205,16 @@ func (w *Writer) Ready(ctx context.Context) error {
 	return w.prod.Ping(ctx)
 }
 
+// replayBackoffMax caps the wait between replay attempts while Kafka does
+// not answer: the replay starts at most this long after it is back, and
+// meanwhile every accepted event costs a spool fsync.
+const replayBackoffMax = 2 * time.Second
+
 // Run replays the spool into Kafka, oldest first, removing records only
 // after they are acknowledged, until ctx is done.
 func (w *Writer) Run(ctx context.Context) error {
-	backoff := time.Second
+	backoff := 250 * time.Millisecond
+	failures := logThrottle{every: 30 * time.Second}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -226,14 +232,17 @@ func (w *Writer) Run(ctx context.Context) error {
 			n, err := w.replayOnce(ctx)
 			switch {
 			case err != nil:
-				w.log.Warn("spool replay failed; retrying", "err", err, "backoff", backoff, "spooled", w.spool.Len())
+				if ok, held := failures.allow(time.Now()); ok {
+					w.log.Warn("spool replay failed; retrying (logged at most every 30s)", "err", err, "backoff", backoff, "spooled", w.spool.Len(), "failures_since_last_line", held)
+				}
 				if !sleepCtx(ctx, backoff) {
 					return nil
 				}
-				backoff = min(backoff*2, 30*time.Second)
+				backoff = min(backoff*2, replayBackoffMax)
 				continue
 			case n > 0:
-				backoff = time.Second
+				backoff = 250 * time.Millisecond
+				failures = logThrottle{every: 30 * time.Second}
 				continue
 			}
 		}

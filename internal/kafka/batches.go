@@ -167,9 +167,12 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 				return err
 			}
 			// The batch is durable in the sink: only now commit its offsets.
-			if err := cl.CommitUncommittedOffsets(work); err != nil {
-				return fmt.Errorf("commit offsets: %w", err)
+			err := commitWithRetry(work, ctx, log, len(batch), cl.CommitUncommittedOffsets)
+			if err != nil && !errors.Is(err, errGenerationLost) {
+				return err
 			}
+			// Committed, or no longer ours (the partitions' next owner
+			// writes the batch again, which the sink absorbs): go on.
 			batch = batch[:0]
 		}
 		if len(batch) == 0 {

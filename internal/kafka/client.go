@@ -24,6 +24,10 @@ type Config struct {
 	// MaxBufferedRecords bounds the producer's memory: Produce blocks when
 	// this many records are in flight; default 100,000.
 	MaxBufferedRecords int
+	// FetchMaxBytes bounds one fetch response (consumers); default 16 MiB.
+	// A partition gets at most 1 MiB of it per fetch, and a record larger
+	// than either is still fetched whole.
+	FetchMaxBytes int32
 	// Logger receives the client's warnings and errors; default: discarded.
 	Logger *slog.Logger
 	// Metrics, if set, counts produce outcomes and exports franz-go's
@@ -62,8 +66,14 @@ func (c Config) opts() ([]kgo.Opt, error) {
 	if maxBuf <= 0 {
 		maxBuf = 100_000
 	}
+	fetchMax := c.FetchMaxBytes
+	if fetchMax <= 0 {
+		fetchMax = 16 << 20
+	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
+		kgo.FetchMaxBytes(fetchMax),
+		kgo.FetchMaxPartitionBytes(min(fetchMax, 1<<20)),
 		kgo.ClientID(id),
 		// Idempotent producer (franz-go's default) with acks from all
 		// in-sync replicas: a leader change neither loses nor duplicates.

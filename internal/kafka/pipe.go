@@ -157,8 +157,15 @@ func (p *Pipe) Run(ctx context.Context) error {
 			}
 			// Every output of the batch is acknowledged by all in-sync
 			// replicas: only now are the batch's offsets committed.
-			if err := cl.CommitUncommittedOffsets(work); err != nil {
-				return fmt.Errorf("commit offsets: %w", err)
+			err = commitWithRetry(work, ctx, log, len(recs), cl.CommitUncommittedOffsets)
+			if errors.Is(err, errGenerationLost) {
+				// Not ours any more: the partitions' next owner processes
+				// the batch again. Nothing is lost; keep polling.
+				cl.AllowRebalance()
+				continue
+			}
+			if err != nil {
+				return err
 			}
 			if p.cfg.OnBatch != nil {
 				p.cfg.OnBatch(len(recs), produced)

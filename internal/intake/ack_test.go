@@ -1,0 +1,110 @@
+package intake
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/process"
+	"github.com/eventlogging/eventlogging/internal/spool"
+)
+
+// gatedProducer holds every produce until release is closed: an answer
+// sent before then did not wait for Kafka.
+type gatedProducer struct {
+	release  chan struct{}
+	produced chan string // "sync" or "buffered", per call
+}
+
+func (g *gatedProducer) TryProduce(m kafka.Message, cb func(error)) {
+	g.produced <- "buffered"
+	go func() { <-g.release; cb(nil) }()
+}
+
+func (g *gatedProducer) ProduceSync(ctx context.Context, msgs []kafka.Message) error {
+	g.produced <- "sync"
+	select {
+	case <-g.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *gatedProducer) Ping(context.Context) error { return nil }
+
+// TestAckAfterKafka: with AckAfterKafka a beacon and a hasty POST are
+// answered only once the produce is acknowledged; without it, at once.
+func TestAckAfterKafka(t *testing.T) {
+	for _, afterKafka := range []bool{false, true} {
+		for _, route := range []string{"beacon", "hasty"} {
+			name := route + "/buffered"
+			if afterKafka {
+				name = route + "/kafka"
+			}
+			t.Run(name, func(t *testing.T) {
+				g := &gatedProducer{release: make(chan struct{}), produced: make(chan string, 10)}
+				q, err := spool.Open(t.TempDir(), spool.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = q.Close() })
+				w := NewWriter(g, q, WriterConfig{SyncTimeout: time.Minute})
+				srv, err := NewServer(w, nopValidator{}, nil, Config{AckAfterKafka: afterKafka, RecvFrom: "t"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				hs := httptest.NewServer(srv)
+				t.Cleanup(hs.Close)
+
+				answered := make(chan int, 1)
+				go func() {
+					req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, hs.URL+"/beacon/event?"+url.PathEscape(genericCapsule)+";", nil)
+					if route == "hasty" {
+						req, _ = http.NewRequestWithContext(t.Context(), http.MethodPost, hs.URL+"/v1/events?hasty=true", strings.NewReader(genericCapsule))
+						req.Header.Set("Content-Type", "application/json")
+					}
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						answered <- -1
+						return
+					}
+					resp.Body.Close()
+					answered <- resp.StatusCode
+				}()
+				want := map[bool]string{false: "buffered", true: "sync"}[afterKafka]
+				if got := <-g.produced; got != want {
+					t.Fatalf("produced %s, want %s", got, want)
+				}
+				if afterKafka {
+					select {
+					case code := <-answered:
+						t.Fatalf("answered %d before Kafka acknowledged the record", code)
+					case <-time.After(300 * time.Millisecond): // long enough for a wrongly early answer to arrive
+					}
+				}
+				close(g.release)
+				code := <-answered
+				if (route == "beacon" && code != http.StatusNoContent) || (route == "hasty" && code != http.StatusAccepted) {
+					t.Fatalf("status %d", code)
+				}
+				if q.Len() != 0 {
+					t.Errorf("%d records spooled, want 0", q.Len())
+				}
+			})
+		}
+	}
+}
+
+// nopValidator is never asked: beacons and hasty POSTs are not validated
+// at the intake.
+type nopValidator struct{}
+
+func (nopValidator) ProcessEvent(_ context.Context, _ []byte, _ process.Meta, out []process.Output) ([]process.Output, process.Result) {
+	return out, process.Result{}
+}

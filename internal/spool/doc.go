@@ -8,7 +8,8 @@
 // Open a directory, Append batches of records (each Append is one write and
 // one fsync, all or nothing), and from one replayer Peek the oldest records,
 // produce them, and Ack as many as Kafka acknowledged. Append returns ErrFull
-// once the segment files would pass Config.MaxBytes; the intake answers 503
+// once the segment files would pass Config.MaxBytes, or the filesystem's
+// free space would fall below Config.MinFreeBytes; the intake answers 503
 // then. Acked records free space only when a whole segment file is acked
 // (or the queue is drained), so MaxBytes should be several times
 // Config.SegmentBytes.
@@ -45,13 +46,46 @@
 //
 // Records are numbered consecutively across segments; a segment rolls to a
 // new file when a batch would take it past Config.SegmentBytes (a batch is
-// never split, so one larger batch makes one larger file). The cursor file
-// holds the sequence number of the oldest un-acked record in decimal and a
-// newline; it is replaced atomically (temporary file, fsync, rename, fsync of
-// the directory). Segment files wholly before the cursor are deleted; Ack
-// deletes them before it writes the cursor, so that space is freed even on a
-// full disk, and Open therefore reads a cursor older than the first segment
-// as "everything before the first segment was acked".
+// never split, so one larger batch makes one larger file).
+//
+// The cursor file holds the sequence number of the oldest un-acked record.
+// It is 8192 bytes: two 32-byte slots, at offsets 0 and 4096 (each in its
+// own page and disk block), and zeros. A slot is
+//
+//	[4]byte "SPCR"
+//	uint32  format version, 1
+//	uint64  generation: even in slot 0, odd in slot 1
+//	uint64  sequence number of the oldest un-acked record
+//	uint32  zero
+//	uint32  CRC-32C of the 28 bytes before it
+//
+// and the valid slot with the higher generation is the cursor. Open creates
+// the file in full (temporary file, fsync, rename, fsync of the directory)
+// if it is missing, with the position in both slots (generations 0 and 1);
+// from then on Ack overwrites the older slot in place with the next
+// generation and fsyncs, so a torn write spoils only that slot and Open
+// falls back to the other (the records between are delivered again, with a
+// warning). Open fails with a *CorruptError naming the cursor file if
+// neither slot is valid; moving the file away replays from the oldest
+// segment. A cursor in the older text format (the sequence number in
+// decimal and a newline) is read and replaced by the slotted file at Open.
+//
+// Segment files wholly before the cursor are deleted; Ack deletes them
+// before it writes the cursor, so Open reads a cursor older than the first
+// segment as "everything before the first segment was acked".
+//
+// # Full disk
+//
+// Ack writes only into the cursor file's blocks, allocated at Open, and
+// deletes files: it needs no free space, so a spool on a full filesystem
+// still drains (on a copy-on-write filesystem such as btrfs or ZFS an
+// overwrite needs new blocks, and only the free-space reserve helps).
+// Append keeps Config.MinFreeBytes free (by default 5% of the filesystem,
+// at most 64 MiB), checked with one statfs per Append, and returns ErrFull
+// before it is reached; a write that fails with ENOSPC anyway (another
+// writer took the space) leaves the spool as it was. Open needs free space
+// only to create a missing cursor or lock file, or to convert a text
+// cursor.
 //
 // # Recovery
 //

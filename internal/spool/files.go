@@ -2,11 +2,9 @@ package spool
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -96,54 +94,4 @@ func scanSegment(f *os.File, path string, base, want uint64, br *bufio.Reader) (
 		res.end += n
 		res.count++
 	}
-}
-
-// readCursor returns the sequence number in the cursor file, and false if
-// there is none.
-func readCursor(dir string) (uint64, bool, error) {
-	path := filepath.Join(dir, cursorName)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("spool: read cursor: %w", err)
-	}
-	digits, ok := bytes.CutSuffix(b, []byte("\n"))
-	seq, perr := strconv.ParseUint(string(digits), 10, 64)
-	if !ok || perr != nil {
-		return 0, false, fmt.Errorf("spool: cursor file %s: want a decimal sequence number and a newline, have %q", path, b)
-	}
-	return seq, true, nil
-}
-
-// writeCursor atomically replaces the cursor file with seq: temporary file,
-// fsync, rename, fsync of the directory.
-func writeCursor(dir string, dirF *os.File, seq uint64) error {
-	tmp := filepath.Join(dir, cursorTmpName)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
-	if err != nil {
-		return fmt.Errorf("spool: write cursor: %w", err)
-	}
-	_, err = f.Write(strconv.AppendUint(nil, seq, 10))
-	if err == nil {
-		_, err = f.Write([]byte("\n"))
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, cursorName))
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("spool: write cursor: %w", err)
-	}
-	if err := dirF.Sync(); err != nil {
-		return fmt.Errorf("spool: write cursor: sync %s: %w", dir, err)
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -90,6 +91,72 @@ func FuzzDecodeSegment(f *testing.F) {
 		var ce *CorruptError
 		if !errors.As(err, &ce) || ce.Offset != kept {
 			t.Fatalf("Open of a damaged older segment: %v, want a *CorruptError at offset %d", err, kept)
+		}
+	})
+}
+
+// FuzzCursorFile opens an empty spool whose cursor file holds arbitrary
+// bytes. Open must either fail with a *CorruptError, exactly when
+// readCursor does, or resume at the cursor readCursor reads (the next
+// record appended gets that number) and leave a slotted cursor file with
+// both slots valid and holding it. Seeds are added here and in
+// testdata/fuzz/FuzzCursorFile.
+func FuzzCursorFile(f *testing.F) {
+	slotted := func(gen0, seq0, gen1, seq1 uint64) []byte {
+		b := make([]byte, cursorFileSize)
+		encodeCursorSlot(b, gen0, seq0)
+		encodeCursorSlot(b[cursorSlotStride:], gen1, seq1)
+		return b
+	}
+	f.Add(slotted(0, 7, 1, 7))
+	f.Add(slotted(4, 9, 3, 8))
+	torn := slotted(2, 5, 3, 6)
+	clear(torn[cursorSlotStride+16 : cursorSlotStride+cursorSlotLen])
+	f.Add(torn)
+	f.Add(slotted(1, 1, 2, 2))
+	f.Add(make([]byte, cursorFileSize))
+	f.Add([]byte("42\n"))
+	f.Add([]byte("18446744073709551615\n"))
+	f.Add([]byte("18446744073709551616\n"))
+	f.Add([]byte(""))
+	f.Add([]byte("\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, cursorName)
+		if err := os.WriteFile(path, data, filePerm); err != nil {
+			t.Fatal(err)
+		}
+		want, rerr := readCursor(path, discardLogger())
+		q, err := Open(dir, Config{Logger: discardLogger(), MinFreeBytes: -1})
+		var ce *CorruptError
+		if rerr != nil || err != nil {
+			if !errors.As(rerr, &ce) || !errors.As(err, &ce) || ce.Path != path {
+				t.Fatalf("readCursor: %v; Open: %v; want both a *CorruptError for %s", rerr, err, path)
+			}
+			return
+		}
+		if want.kind == cursorNone || (want.kind == cursorSlots) != (len(data) == cursorFileSize) {
+			t.Fatalf("readCursor of %d bytes: kind %d", len(data), want.kind)
+		}
+		if err := q.Append(recs(0, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Close(); err != nil {
+			t.Fatal(err)
+		}
+		files, err := listSegments(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) != 1 || files[0].base != want.seq {
+			t.Fatalf("cursor %d: segments %+v, want one numbered from the cursor", want.seq, files)
+		}
+		got, err := readCursor(path, discardLogger())
+		if err != nil || got.kind != cursorSlots || got.seq != want.seq {
+			t.Fatalf("cursor file after Open: %+v, %v; want slotted, holding %d", got, err, want.seq)
+		}
+		if want.kind == cursorText {
+			checkSlotted(t, dir, want.seq)
 		}
 	})
 }

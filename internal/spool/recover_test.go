@@ -233,9 +233,11 @@ func TestCorruptionBeforeCursorIgnored(t *testing.T) {
 	dir := t.TempDir()
 	want, files := writeSegments(t, dir, 30)
 	flipByte(t, files[0].path, headerLen+1)
-	if err := writeCursor(dir, mustOpen(t, dir), files[1].base); err != nil {
+	c, err := createCursor(dir, mustOpen(t, dir), files[1].base)
+	if err != nil {
 		t.Fatal(err)
 	}
+	c.f.Close()
 	q := open(t, dir, Config{})
 	equalRecords(t, peekAll(t, q), want[files[1].base:])
 }

@@ -24,6 +24,13 @@ const (
 	DefaultSegmentBytes = 64 << 20 // 64 MiB
 )
 
+// The default free-space reserve (Config.MinFreeBytes) is
+// defaultMinFreePercent of the filesystem, at most defaultMinFreeCap.
+const (
+	defaultMinFreeCap     = 64 << 20 // 64 MiB
+	defaultMinFreePercent = 5
+)
+
 // readBufSize is the read-ahead of Peek and the buffer of Open's scan.
 const readBufSize = 64 << 10
 
@@ -39,6 +46,15 @@ type Config struct {
 	// file. Space is reclaimed a whole segment at a time. Zero means
 	// DefaultSegmentBytes.
 	SegmentBytes int64
+	// MinFreeBytes is the free space Append keeps on the filesystem that
+	// holds the spool: Append returns ErrFull rather than let the
+	// filesystem's free space (as available to an unprivileged user) fall
+	// below it, so that other writers, and a filesystem that needs space
+	// to overwrite in place, still have room. Zero means the default,
+	// min(64 MiB, 5% of the filesystem's size); a negative value disables
+	// the check. On platforms without statfs (not Linux, macOS, FreeBSD or
+	// DragonFly) there is no check.
+	MinFreeBytes int64
 	// Logger receives warnings (a torn tail dropped at Open, a file that
 	// could not be deleted). Nil means slog.Default().
 	Logger *slog.Logger
@@ -84,14 +100,16 @@ type Queue struct {
 	log      *slog.Logger
 	maxBytes int64
 	segBytes int64
+	minFree  int64 // free space Append keeps on the filesystem; < 0: no check
 
 	// Lock order: wmu, then rmu, then mu.
 
 	wmu  sync.Mutex // serialises Append; guards wbuf and segment.dirty
 	wbuf []byte
 
-	rmu      sync.Mutex // serialises Peek, Ack and segment removal; guards the fields below
-	rseg     *segment   // the segment rf reads
+	rmu      sync.Mutex  // serialises Peek, Ack and segment removal; guards the fields below
+	cur      *cursorFile // the cursor file, written by Ack
+	rseg     *segment    // the segment rf reads
 	rf       *os.File
 	br       *bufio.Reader
 	snap     []segSnap
@@ -145,13 +163,21 @@ func Open(dir string, cfg Config) (*Queue, error) {
 		log:      cfg.Logger.With("component", "spool", "dir", dir),
 		maxBytes: cfg.MaxBytes,
 		segBytes: cfg.SegmentBytes,
+		minFree:  -1,
 		br:       bufio.NewReaderSize(nil, readBufSize),
 	}
-	if err := q.recover(); err != nil {
+	err = q.setMinFree(cfg.MinFreeBytes)
+	if err == nil {
+		err = q.recover()
+	}
+	if err != nil {
 		for _, s := range q.segs {
 			if s.wf != nil {
 				s.wf.Close()
 			}
+		}
+		if q.cur != nil {
+			q.cur.f.Close()
 		}
 		lockF.Close()
 		dirF.Close()
@@ -160,20 +186,47 @@ func Open(dir string, cfg Config) (*Queue, error) {
 	return q, nil
 }
 
+// setMinFree sets the free-space reserve from Config.MinFreeBytes, reading
+// the filesystem's size for the default.
+func (q *Queue) setMinFree(cfg int64) error {
+	if cfg < 0 {
+		return nil
+	}
+	_, size, err := diskSpace(q.dirF)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return nil
+	case err != nil:
+		return err
+	case cfg == 0:
+		q.minFree = defaultMinFree(size)
+	default:
+		q.minFree = cfg
+	}
+	return nil
+}
+
+// defaultMinFree is the default reserve on a filesystem of size bytes.
+func defaultMinFree(size int64) int64 {
+	return min(defaultMinFreeCap, size/100*defaultMinFreePercent)
+}
+
 // recover rebuilds the in-memory state from the directory.
 func (q *Queue) recover() error {
 	if err := os.Remove(filepath.Join(q.dir, cursorTmpName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("spool: %w", err)
 	}
-	cursor, haveCursor, err := readCursor(q.dir)
+	cursorPath := filepath.Join(q.dir, cursorName)
+	cur, err := readCursor(cursorPath, q.log)
 	if err != nil {
 		return err
 	}
+	cursor := cur.seq
 	files, err := listSegments(q.dir)
 	if err != nil {
 		return err
 	}
-	if !haveCursor && len(files) > 0 {
+	if cur.kind == cursorNone && len(files) > 0 {
 		cursor = files[0].base
 	}
 	changed := false // files removed or truncated: sync the directory
@@ -250,6 +303,24 @@ func (q *Queue) recover() error {
 			return fmt.Errorf("spool: sync %s: %w", q.dir, err)
 		}
 	}
+
+	// Ack writes the cursor in place, in blocks allocated here, so that it
+	// needs no free space: a text cursor (an older version's), or none, is
+	// replaced by a slotted file now.
+	switch cur.kind {
+	case cursorSlots:
+		q.cur, err = openCursor(cursorPath, cur.gen)
+	case cursorText:
+		if q.cur, err = createCursor(q.dir, q.dirF, q.headSeq); err != nil {
+			return fmt.Errorf("spool: convert the text cursor file %s (sequence number %d) to the slotted format: %w", cursorPath, cur.seq, err)
+		}
+		q.log.Info("spool converted the cursor file to the slotted format", "file", cursorPath, "seq", q.headSeq)
+	default:
+		q.cur, err = createCursor(q.dir, q.dirF, q.headSeq)
+	}
+	if err != nil {
+		return err
+	}
 	if n := q.nextSeq - q.headSeq; n > 0 {
 		q.log.Info("spool holds un-acked records", "records", n, "bytes", q.bytes, "segments", len(segs))
 	}
@@ -303,9 +374,11 @@ func (q *Queue) dropTornTail(f *os.File, res scanResult) error {
 // (and an fsync of the directory when it starts a new segment file). It
 // returns nil only once all of recs are durable; on any error none of them
 // were added. It returns ErrFull if the segment files would pass
-// Config.MaxBytes, and an error wrapping the OS error if the write or the
-// fsync fails (ENOSPC included), after which the spool is as before and
-// later Appends may succeed. Append does not keep recs.
+// Config.MaxBytes or the filesystem's free space would fall below
+// Config.MinFreeBytes (checked with one statfs), and an error wrapping the
+// OS error if the write or the fsync fails (ENOSPC included), after which
+// the spool is as before and later Appends may succeed. Append does not
+// keep recs.
 func (q *Queue) Append(recs []Record) error {
 	size, err := batchSize(recs)
 	if err != nil {
@@ -351,6 +424,9 @@ func (q *Queue) Append(recs []Record) error {
 		q.mu.Unlock()
 	}()
 
+	if err := q.checkFree(size); err != nil {
+		return err
+	}
 	if act == nil || (act.size > 0 && act.size+size > q.segBytes) {
 		if act, err = q.roll(act); err != nil {
 			return err
@@ -377,6 +453,23 @@ func (q *Queue) Append(recs []Record) error {
 		return fmt.Errorf("spool: append to %s: %w", act.path, err)
 	}
 	committed = true
+	return nil
+}
+
+// checkFree returns ErrFull if writing size bytes would leave less than
+// the reserve free on the filesystem. The caller holds wmu.
+func (q *Queue) checkFree(size int64) error {
+	if q.minFree < 0 {
+		return nil
+	}
+	free, _, err := diskSpace(q.dirF)
+	if err != nil {
+		return err
+	}
+	if free-size < q.minFree {
+		return fmt.Errorf("%w: %d bytes free on the filesystem, and %d to write would leave less than the %d kept free (Config.MinFreeBytes)",
+			ErrFull, free, size, q.minFree)
+	}
 	return nil
 }
 
@@ -525,9 +618,11 @@ func (q *Queue) Peek(max int) ([]Record, error) {
 // Ack records that the first n un-acked records (those the last Peek
 // returned, or the first n of them) were delivered. It deletes segment
 // files that are now wholly acked and then durably moves the cursor past
-// the n records. If it returns an error the cursor may not have moved, or
-// moved only to the start of a segment: Peek again to see what remains;
-// those records will be delivered again (at least once).
+// the n records, overwriting the cursor file in place: it needs no free
+// space, so a full filesystem still drains. If it returns an error the
+// cursor may not have moved, or moved only to the start of a segment: Peek
+// again to see what remains; those records will be delivered again (at
+// least once).
 func (q *Queue) Ack(n int) error {
 	q.rmu.Lock()
 	defer q.rmu.Unlock()
@@ -575,9 +670,9 @@ func (q *Queue) Ack(n int) error {
 	newSeq := seq + uint64(n)
 
 	// Delete the segments wholly acked first: their records are delivered,
-	// and freeing the space first lets the cursor be written on a full
-	// disk. If we crash before the cursor is written, Open finds a cursor
-	// older than the first segment and starts at that segment.
+	// and the space is free for Append as soon as may be. If we crash
+	// before the cursor is written, Open finds a cursor older than the
+	// first segment and starts at that segment.
 	q.mu.Lock()
 	var drop []*segment
 	for len(q.segs) > 0 && q.segs[0] != to.seg {
@@ -598,7 +693,7 @@ func (q *Queue) Ack(n int) error {
 	// The n records are delivered (Kafka acknowledged them); once the
 	// cursor is durable they are never replayed. A crash before this write
 	// replays them: at least once.
-	if err := writeCursor(q.dir, q.dirF, newSeq); err != nil {
+	if err := q.cur.write(newSeq); err != nil {
 		return err
 	}
 
@@ -724,7 +819,7 @@ func (q *Queue) Close() error {
 		errs = append(errs, q.rf.Close())
 		q.rf, q.rseg = nil, nil
 	}
-	errs = append(errs, q.dirF.Close(), q.lockF.Close())
+	errs = append(errs, q.cur.f.Close(), q.dirF.Close(), q.lockF.Close())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("spool: close: %w", err)
 	}

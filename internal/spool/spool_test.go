@@ -141,12 +141,29 @@ func TestFrameFormat(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("segment file:\n got % x\nwant % x", got, want)
 	}
+
+	// Open wrote the cursor 0 in both slots (generations 0 and 1); Ack
+	// writes generation 2, to slot 0.
 	if err := q.Ack(1); err != nil {
 		t.Fatal(err)
 	}
+	slot := func(gen, seq uint64) []byte {
+		b := append([]byte("SPCR"), 0, 0, 0, 1)
+		b = binary.BigEndian.AppendUint64(b, gen)
+		b = binary.BigEndian.AppendUint64(b, seq)
+		b = append(b, 0, 0, 0, 0)
+		return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+	}
+	want = make([]byte, 8192)
+	copy(want, slot(2, 1))
+	copy(want[4096:], slot(1, 0))
 	cur, err := os.ReadFile(filepath.Join(dir, "cursor"))
-	if err != nil || string(cur) != "1\n" {
-		t.Fatalf("cursor file = %q, %v; want \"1\\n\"", cur, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(cur, want) {
+		t.Fatalf("cursor file: %d bytes\n got slots % x, % x\nwant slots % x, % x",
+			len(cur), cur[:min(len(cur), 32)], cur[min(len(cur), 4096):min(len(cur), 4128)], want[:32], want[4096:4128])
 	}
 }
 
@@ -337,21 +354,36 @@ func TestCursorBeforeFirstSegment(t *testing.T) {
 	if first == 0 || first > 17 {
 		t.Fatalf("first segment starts at %d, want acked segments deleted", first)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cursor"), []byte("0\n"), 0o640); err != nil {
+	c, err := createCursor(dir, mustOpen(t, dir), 0)
+	if err != nil {
 		t.Fatal(err)
 	}
+	c.f.Close()
 	q = open(t, dir, cfg)
 	equalRecords(t, peekAll(t, q), want[first:])
+	if err := q.Ack(1); err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	q = open(t, dir, cfg)
+	equalRecords(t, peekAll(t, q), want[first+1:])
 }
 
 func TestCorruptCursorFile(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "cursor"), []byte("12x\n"), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	_, err := Open(dir, Config{Logger: discardLogger()})
-	if err == nil || !strings.Contains(err.Error(), "cursor") {
-		t.Fatalf("Open with a bad cursor file: %v", err)
+	for _, content := range []string{"12x\n", "12", "", "123456789012345678901\n", strings.Repeat("\x00", 8192), strings.Repeat("7", 8191) + "\n"} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "cursor")
+		if err := os.WriteFile(path, []byte(content), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(dir, Config{Logger: discardLogger()})
+		var ce *CorruptError
+		if !errors.As(err, &ce) || ce.Path != path || !strings.Contains(err.Error(), "corrupt cursor file "+path) {
+			t.Fatalf("Open with the cursor file %.40q: %v, want a *CorruptError naming %s", content, err, path)
+		}
+		if got, err := os.ReadFile(path); err != nil || string(got) != content {
+			t.Fatalf("Open changed the bad cursor file: %.40q, %v", got, err)
+		}
 	}
 }
 

@@ -69,7 +69,9 @@ export EVENTLOGGING_PYTHON="$venv/bin/python"
 
 # 4. Real Kafka broker, MariaDB and PostgreSQL for the integration tests.
 scripts/kafka.sh fetch
-trap 'scripts/db.sh stop || true; KAFKA_SCRAM=1 KAFKA_PORT=39692 scripts/kafka.sh stop || true; scripts/kafka.sh stop || true' EXIT
+# The fault tests start and stop brokers of their own (a 3-node cluster,
+# a broker on 39592); they stop them when they end, and so does this trap.
+trap 'scripts/db.sh stop || true; KAFKA_SCRAM=1 KAFKA_PORT=39692 scripts/kafka.sh stop || true; scripts/kafka-cluster.sh stop || true; KAFKA_PORT=39592 scripts/kafka.sh stop || true; scripts/kafka.sh stop || true' EXIT
 EVENTLOGGING_KAFKA_BROKERS=$(scripts/kafka.sh start --fresh)
 export EVENTLOGGING_KAFKA_BROKERS
 log "Kafka at $EVENTLOGGING_KAFKA_BROKERS"
@@ -88,12 +90,16 @@ go build ./...
 go vet ./...
 golangci-lint run ./...
 # Every fuzz target for a few seconds (their seed corpora also run in the
-# main pass); load tests measure, so they run without the race detector, on
-# their own (they skip under -race); then every test with -race.
+# main pass); the load and fault tests (docs/reliability.md) measure, so
+# they run without the race detector, one after another (they skip under
+# -race; EVENTLOGGING_LONG_FAULTS=1 makes the fault runs long); then every
+# test with -race.
 load_rc=0
 if [ $# -eq 0 ]; then
 	scripts/fuzz.sh "${FUZZ_SECONDS:-4}" || load_rc=$?
-	go test -count=1 -timeout 10m -run '^TestDashboardUnderLoad$' ./cmd/eventlogging || load_rc=$?
+	go test -count=1 -timeout 40m -p 1 -v \
+		-run '^(TestDashboardUnderLoad|TestOverload|TestClusterFailover|TestProcessCrashes|TestSpoolDiskFull|TestBrokerDown)$' \
+		./cmd/eventlogging || load_rc=$?
 fi
 go test -count=1 -race -timeout 20m "$@" ./...
 exit "$load_rc"

@@ -1,7 +1,9 @@
 package intake
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -107,4 +109,66 @@ type nopValidator struct{}
 
 func (nopValidator) ProcessEvent(_ context.Context, _ []byte, _ process.Meta, out []process.Output) ([]process.Output, process.Result) {
 	return out, process.Result{}
+}
+
+// failingProducer fails every buffered record once release is closed, as
+// a broker that went away does after the delivery timeout.
+type failingProducer struct {
+	release chan struct{}
+}
+
+func (f *failingProducer) TryProduce(m kafka.Message, cb func(error)) {
+	go func() { <-f.release; cb(errors.New("delivery timeout: broker unreachable")) }()
+}
+
+func (f *failingProducer) ProduceSync(context.Context, []kafka.Message) error {
+	return errors.New("broker unreachable")
+}
+
+func (f *failingProducer) Ping(context.Context) error { return errors.New("broker unreachable") }
+
+// TestEnqueueKeepsSpoolRoomForTheBuffer: records answered from the producer
+// buffer always find room in the spool when their delivery fails; once the
+// buffer holds as much as the spool can take, Enqueue refuses (503) instead
+// of answering for records it could lose.
+func TestEnqueueKeepsSpoolRoomForTheBuffer(t *testing.T) {
+	f := &failingProducer{release: make(chan struct{})}
+	q, err := spool.Open(t.TempDir(), spool.Config{MaxBytes: 1 << 20, MinFreeBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	w := NewWriter(f, q, WriterConfig{})
+	msg := kafka.Message{Topic: "raw", Value: bytes.Repeat([]byte("x"), 1000)}
+	accepted := 0
+	for range 5000 {
+		err := w.Enqueue([]kafka.Message{msg})
+		if errors.Is(err, ErrUnavailable) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		accepted++
+	}
+	perRecord := spool.FrameSize(len(msg.Topic), len(msg.Value))
+	if want := int((1 << 20) / perRecord); accepted != want {
+		t.Fatalf("accepted %d records of %d bytes into the buffer, want %d (what a 1 MiB spool holds)", accepted, perRecord, want)
+	}
+	// Kafka is found down (a synchronous produce fails): new records go to
+	// the spool directly, but not into the room set aside for the buffer.
+	if err := w.Deliver(t.Context(), []kafka.Message{msg}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Deliver with the spool's room all set aside: %v, want ErrUnavailable", err)
+	}
+	if err := w.Enqueue([]kafka.Message{msg}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Enqueue while Kafka is down and the spool's room is set aside: %v, want ErrUnavailable", err)
+	}
+	close(f.release) // every buffered record now fails and is spooled
+	deadline := time.Now().Add(10 * time.Second)
+	for q.Len() < accepted && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polling the spool the callbacks fill
+	}
+	if st := w.Stats(); st.Lost != 0 || q.Len() != accepted {
+		t.Fatalf("%d records lost, %d spooled, want 0 lost and %d spooled", st.Lost, q.Len(), accepted)
+	}
 }

@@ -69,7 +69,7 @@ func newTestIntakeOn(t testing.TB, brokers []string, cfg Config) *testIntake {
 	if err := topics.Ensure(context.Background(), cfg.RawTopic); err != nil {
 		t.Fatal(err)
 	}
-	w := NewWriter(prod, q, WriterConfig{Topics: topics, SpoolMaxBytes: 64 << 20})
+	w := NewWriter(prod, q, WriterConfig{Topics: topics})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = w.Run(ctx) })

@@ -42,13 +42,7 @@ type WriterConfig struct {
 	SyncTimeout time.Duration
 	// ReplayBatch is how many spooled records are sent per produce; default 1000.
 	ReplayBatch int
-	// SpoolHighWater: above this fraction of the spool's size limit the
-	// asynchronous path refuses new events (so late delivery failures still
-	// find room); default 0.9.
-	SpoolHighWater float64
-	// SpoolMaxBytes is the spool's size limit, for the high-water mark.
-	SpoolMaxBytes int64
-	Logger        *slog.Logger
+	Logger      *slog.Logger
 }
 
 // Writer gets accepted records to Kafka. While Kafka is unreachable (or
@@ -61,12 +55,20 @@ type Writer struct {
 	cfg   WriterConfig
 	log   *slog.Logger
 
-	down     atomic.Bool   // Kafka failed; spool until the replay drains
-	wake     chan struct{} // nudges the replayer
-	mu       sync.Mutex    // orders spool appends against the replayer's drain check
-	lost     atomic.Int64  // records lost: delivery failed and the spool refused them
-	spools   atomic.Int64  // records written to the spool
-	replayed atomic.Int64  // spooled records acknowledged by Kafka
+	down atomic.Bool   // Kafka failed; spool until the replay drains
+	wake chan struct{} // nudges the replayer
+	mu   sync.Mutex    // orders spool appends against the replayer's drain check
+	lost atomic.Int64  // records lost: delivery failed and the spool refused them
+
+	// Every record in the producer buffer has room in the spool set aside,
+	// so that a delivery failure can always spool it: reserved is the
+	// frame bytes of the buffered records, room the spool's Room() as
+	// last read (refreshed every roomMaxAge, and after every append).
+	reserved atomic.Int64
+	room     atomic.Int64
+	roomAt   atomic.Int64 // unix nanoseconds of the last read; 0: stale
+	spools   atomic.Int64 // records written to the spool
+	replayed atomic.Int64 // spooled records acknowledged by Kafka
 }
 
 // NewWriter returns a Writer; Run must be running for spooled records to be
@@ -77,9 +79,6 @@ func NewWriter(prod Producer, q *spool.Queue, cfg WriterConfig) *Writer {
 	}
 	if cfg.ReplayBatch <= 0 {
 		cfg.ReplayBatch = 1000
-	}
-	if cfg.SpoolHighWater <= 0 || cfg.SpoolHighWater > 1 {
-		cfg.SpoolHighWater = 0.9
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -104,31 +103,54 @@ func (w *Writer) Stats() Stats {
 	return Stats{Spooled: w.spools.Load(), Lost: w.lost.Load(), SpoolRecords: w.spool.Len(), SpoolBytes: w.spool.Bytes(), KafkaDown: w.down.Load()}
 }
 
+// roomMaxAge is how long a reading of the spool's room is used before it
+// is read again (a statfs), on the asynchronous path's hot path.
+const roomMaxAge = 100 * time.Millisecond
+
 // Enqueue accepts records for asynchronous delivery (beacon, hasty POST).
-// It returns once each record is in the producer's bounded buffer or in the
-// spool. A record whose delivery later fails is spooled then.
+// It returns once each record is in the producer's bounded buffer, with
+// room set aside in the spool, or in the spool. A record whose delivery
+// later fails is spooled then, into the room set aside for it. When the
+// spool cannot take what the buffer already holds plus msgs, it returns
+// ErrUnavailable (503): an answered event must never find the spool full.
 func (w *Writer) Enqueue(msgs []kafka.Message) error {
 	if w.down.Load() || w.spool.Len() > 0 {
 		return w.toSpool(msgs)
 	}
-	if w.spoolNearlyFull() {
-		return ErrUnavailable
+	var size int64
+	for _, m := range msgs {
+		size += spool.FrameSize(len(m.Topic), len(m.Value))
+	}
+	if w.reserved.Add(size) > w.spoolRoom() {
+		w.reserved.Add(-size)
+		return fmt.Errorf("%w: the spool has no room left for the records in the producer buffer", ErrUnavailable)
 	}
 	for _, m := range msgs {
 		w.prod.TryProduce(m, func(err error) {
+			defer w.reserved.Add(-spool.FrameSize(len(m.Topic), len(m.Value)))
 			if err == nil {
 				return
 			}
 			if !errors.Is(err, kafka.ErrBufferFull) && w.down.CompareAndSwap(false, true) {
 				w.log.Warn("kafka delivery failed; spooling until it answers again", "err", err)
 			}
-			if serr := w.toSpool([]kafka.Message{m}); serr != nil {
+			if serr := w.appendSpool([]kafka.Message{m}, true); serr != nil {
 				w.lost.Add(1)
 				w.log.Error("event lost: delivery failed and the spool refused it", "topic", m.Topic, "delivery_err", err, "spool_err", serr)
 			}
 		})
 	}
 	return nil
+}
+
+// spoolRoom returns the spool's room as read at most roomMaxAge ago.
+func (w *Writer) spoolRoom() int64 {
+	now := time.Now().UnixNano()
+	if at := w.roomAt.Load(); at == 0 || now-at > int64(roomMaxAge) {
+		w.room.Store(w.spool.Room())
+		w.roomAt.Store(now)
+	}
+	return w.room.Load()
 }
 
 // Deliver produces records and returns when all are acknowledged by all
@@ -175,18 +197,31 @@ func (w *Writer) ensureTopics(ctx context.Context, msgs []kafka.Message) error {
 	return w.cfg.Topics.Ensure(ctx, names...)
 }
 
-func (w *Writer) spoolNearlyFull() bool {
-	return w.cfg.SpoolMaxBytes > 0 && float64(w.spool.Bytes()) > w.cfg.SpoolHighWater*float64(w.cfg.SpoolMaxBytes)
+// toSpool appends records that were never in the producer buffer; it
+// leaves alone the room set aside for those that are (see Enqueue).
+func (w *Writer) toSpool(msgs []kafka.Message) error {
+	return w.appendSpool(msgs, false)
 }
 
-func (w *Writer) toSpool(msgs []kafka.Message) error {
+// appendSpool appends msgs to the spool. reserved: their room was set
+// aside when they entered the producer buffer (a delivery failure);
+// otherwise they may use only the room nobody has set aside.
+func (w *Writer) appendSpool(msgs []kafka.Message, reserved bool) error {
 	recs := make([]spool.Record, len(msgs))
+	var size int64
 	for i, m := range msgs {
 		recs[i] = spool.Record{Topic: m.Topic, Value: m.Value}
+		size += spool.FrameSize(len(m.Topic), len(m.Value))
 	}
 	w.mu.Lock()
-	err := w.spool.Append(recs)
+	var err error
+	if !reserved && w.spool.Room()-w.reserved.Load() < size {
+		err = fmt.Errorf("spool: the room left is set aside for the %d bytes of records in the producer buffer", w.reserved.Load())
+	} else {
+		err = w.spool.Append(recs)
+	}
 	w.mu.Unlock()
+	w.roomAt.Store(0) // the room changed: read it again
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -280,6 +315,7 @@ func (w *Writer) replayOnce(ctx context.Context) (int, error) {
 	if err := w.spool.Ack(len(recs)); err != nil {
 		return 0, err
 	}
+	w.roomAt.Store(0) // acked segments may have been deleted: read the room again
 	w.replayed.Add(int64(len(recs)))
 	return len(recs), nil
 }

@@ -825,3 +825,32 @@ func (q *Queue) Close() error {
 	}
 	return nil
 }
+
+// FrameSize is how many bytes a record with a topic of topicLen bytes and a
+// value of valueLen bytes takes in the spool.
+func FrameSize(topicLen, valueLen int) int64 {
+	return headerLen + topicLenSize + int64(topicLen) + int64(valueLen)
+}
+
+// Room returns how many bytes of frames (see FrameSize) Append could still
+// take now: the smaller of what Config.MaxBytes and the filesystem's
+// reserve (Config.MinFreeBytes) leave. Where free space cannot be read,
+// only MaxBytes counts. Other writers to the filesystem can make it
+// smaller at any time; the reserve is the margin for that.
+func (q *Queue) Room() int64 {
+	q.mu.Lock()
+	room := q.maxBytes - q.bytes
+	q.mu.Unlock()
+	if q.minFree >= 0 {
+		if free, _, err := diskSpace(q.dirF); err == nil {
+			room = min(room, free-q.minFree-roomSlack)
+		}
+	}
+	return max(room, 0)
+}
+
+// roomSlack is what Room keeps back for the filesystem's block rounding:
+// frames fill the active segment's last block and a new segment's first
+// one, so the free space falls by up to a block more than the frames'
+// bytes each time (64 KiB covers common block sizes).
+const roomSlack = 64 << 10

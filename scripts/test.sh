@@ -97,7 +97,9 @@ golangci-lint run ./...
 load_rc=0
 if [ $# -eq 0 ]; then
 	scripts/fuzz.sh "${FUZZ_SECONDS:-4}" || load_rc=$?
-	go test -count=1 -timeout 40m -p 1 -v \
+	fault_timeout=40m
+	[ "${EVENTLOGGING_LONG_FAULTS:-}" = 1 ] && fault_timeout=120m
+	go test -count=1 -timeout "$fault_timeout" -p 1 -v \
 		-run '^(TestDashboardUnderLoad|TestOverload|TestClusterFailover|TestProcessCrashes|TestSpoolDiskFull|TestBrokerDown)$' \
 		./cmd/eventlogging || load_rc=$?
 fi

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
-	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/loadgen"
 )
 
@@ -57,8 +56,10 @@ fixed-size histograms.
 Following: before the first request bench fixes the end offsets of the
 output topics (topics created during the run are read from their start),
 then waits up to --follow-timeout after the last answer for every accepted
-event to appear. The broker is --kafka-brokers, or the local standalone's
-found through --data-dir (as tail finds it). --no-follow skips following.
+event to appear. The broker is --kafka-brokers; with --config, the
+configuration's kafka section (brokers, TLS, SASL; --kafka-brokers still
+overrides the addresses); otherwise the local standalone's found through
+--data-dir (as tail finds it). --no-follow skips following.
 
 Only loopback targets are allowed unless --allow-remote: a load generator
 pointed at the wrong host is a denial of service.
@@ -81,6 +82,7 @@ Examples:
 
 type benchFlags struct {
 	url, mode, schemas, mix, brokers, dataDir string
+	config                                    string
 	topicTemplate, errorTopic                 string
 	batch, concurrency, eventSize             int
 	events                                    int64
@@ -118,6 +120,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer, logg
 	fs.BoolVar(&f.noFollow, "no-follow", false, "do not follow the events into Kafka: report the HTTP side only")
 	fs.DurationVar(&f.followTimeout, "follow-timeout", time.Minute, "how long to wait after the last answer for accepted events to appear in the topics, `D`")
 	fs.StringVar(&f.brokers, "kafka-brokers", "", "Kafka bootstrap addresses `host:port,...` to follow the output topics; default: the local standalone broker of --data-dir")
+	fs.StringVar(&f.config, "config", "", "configuration `FILE` whose kafka section (brokers, TLS, SASL) to follow the output topics with")
 	fs.StringVar(&f.dataDir, "data-dir", "data", "data directory `DIR` of a local standalone, searched for its broker (and, without --url, its HTTP address)")
 	fs.StringVar(&f.topicTemplate, "topic-template", capsule.DefaultTopicTmpl, "per-schema topic `TEMPLATE` of the pipeline (process.topic_template)")
 	fs.StringVar(&f.errorTopic, "error-topic", capsule.TopicEventError, "EventError `TOPIC` of the pipeline (process.error_topic)")
@@ -192,18 +195,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer, logg
 		RequestTimeout: f.timeout, Seed: f.seed, Logger: log, Notes: notes,
 	}
 	if !f.noFollow {
-		var brokers []string
-		if f.brokers != "" {
-			brokers = strings.Split(f.brokers, ",")
-		} else {
-			local, err := localBrokers(f.dataDir)
-			if err != nil {
-				return fmt.Errorf("bench: following the output topics needs Kafka (--kafka-brokers, or --no-follow): %w", err)
-			}
-			brokers = local
+		kc, _, _, err := clusterFromFlags(f.config, f.brokers, f.dataDir, log)
+		if err != nil {
+			return fmt.Errorf("bench: following the output topics needs Kafka (--kafka-brokers, --config, or --no-follow): %w", err)
 		}
 		cfg.Follow = &loadgen.FollowConfig{
-			Kafka:         kafka.Config{Brokers: brokers, Logger: log},
+			Kafka:         kc,
 			TopicTemplate: f.topicTemplate, ErrorTopic: f.errorTopic, Timeout: f.followTimeout,
 		}
 	}

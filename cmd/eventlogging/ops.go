@@ -74,9 +74,12 @@ func newInspector(c config.Config, kc kafka.Config, health map[string]string, lo
 		Kafka:       kc,
 		RegistryURL: c.Registry.URL,
 		RawTopics:   raw,
-		ErrorTopic:  c.Process.ErrorTopic,
-		Health:      health,
-		Logger:      log.With("component", "inspect"),
+		// Under "hash" the raw lines are the only place the client IP is;
+		// under "drop" they carry none, under "keep" it is everywhere.
+		HideRawTopics: c.Process.IP == "hash",
+		ErrorTopic:    c.Process.ErrorTopic,
+		Health:        health,
+		Logger:        log.With("component", "inspect"),
 	})
 }
 

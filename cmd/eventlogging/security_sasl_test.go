@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +118,25 @@ func TestKafkaSCRAM(t *testing.T) {
 	}
 	if ee := readOneSCRAM(t, brokers, opts, prefix+"_EventError"); !strings.Contains(ee, `"pointer":"/event/articleId"`) {
 		t.Errorf("EventError %s", ee)
+	}
+	// eventlogging tail reaches the secured cluster through --config (the
+	// kafka section; the password from the environment, as deployed).
+	cfgFile := filepath.Join(t.TempDir(), "eventlogging.yaml")
+	if err := os.WriteFile(cfgFile, []byte("kafka:\n  sasl_mechanism: SCRAM-SHA-256\n  sasl_username: "+user+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tctx, tcancel := context.WithTimeout(t.Context(), 90*time.Second)
+	tcmd := exec.CommandContext(tctx, binary(t), "tail", "--config", cfgFile, "--brokers", strings.Join(brokers, ","), "--from-beginning", "--count", "1", "--timeout", "60s", prefix+"_Generic")
+	tcmd.Env = append(os.Environ(), "EVENTLOGGING_KAFKA_SASL_PASSWORD="+password)
+	var tailErr bytes.Buffer
+	tcmd.Stderr = &tailErr
+	tailOut, err := tcmd.Output()
+	tcancel()
+	if err != nil || !strings.Contains(string(tailOut), `"articleTitle":"over SCRAM"`) {
+		t.Errorf("tail --config over SCRAM: %v, printed %q\n%s", err, tailOut, tail(tailErr.String(), 2000))
+	}
+	if strings.Contains(tailErr.String(), password) {
+		t.Error("tail logged the SASL password")
 	}
 	// An anonymous client gets nothing from this broker.
 	anon, err := kgo.NewClient(kgo.SeedBrokers(brokers...))

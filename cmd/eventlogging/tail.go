@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/avrowire"
+	"github.com/eventlogging/eventlogging/internal/config"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
@@ -30,7 +31,9 @@ JSON is printed as a JSON string, a null value as null. tail reads without a
 consumer group, so it never moves anyone's committed offsets. Flags may come
 before or after the topics.
 
-The broker is --brokers when given; otherwise the local standalone broker
+The broker is --brokers when given; with --config, the configuration's kafka
+section (brokers, TLS, SASL: how to reach a secured cluster; --brokers still
+overrides the addresses); otherwise the local standalone broker
 ("eventlogging standalone") found through the broker.json it writes in its
 data directory (--data-dir, or its kafka subfolder).
 
@@ -49,11 +52,12 @@ Examples:
   eventlogging tail eventlogging_SearchQuery
   eventlogging tail --from-beginning --count 10 --pretty eventlogging-valid-mixed
   eventlogging tail --schema NavigationTiming --timeout 30s eventlogging-valid-mixed
-  eventlogging tail --brokers kafka1:9092,kafka2:9092 --grep '"code":"validation"' eventlogging_EventError`
+  eventlogging tail --brokers kafka1:9092,kafka2:9092 --grep '"code":"validation"' eventlogging_EventError
+  eventlogging tail --config /etc/eventlogging.yaml eventlogging_EventError   (TLS/SASL from the file)`
 
 type tailFlags struct {
 	brokers, dataDir, schema, grep string
-	registry                       string
+	registry, config               string
 	fromBeginning, pretty          bool
 	count                          int
 	timeout                        time.Duration
@@ -64,7 +68,8 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var f tailFlags
 	fs.StringVar(&f.brokers, "brokers", "", "Kafka bootstrap addresses as `host:port,...` (e.g. kafka1:9092,kafka2:9092); default: the local standalone broker of --data-dir")
 	fs.StringVar(&f.brokers, "kafka-brokers", "", "alias of --brokers, as the other commands name it: `host:port,...`")
-	fs.StringVar(&f.dataDir, "data-dir", "data", "data directory `DIR` of the local standalone (\"eventlogging standalone --data-dir\"), searched for broker.json when --brokers is not set")
+	fs.StringVar(&f.config, "config", "", "configuration `FILE` whose kafka section (brokers, TLS, SASL) and registry.url to use, e.g. --config /etc/eventlogging.yaml")
+	fs.StringVar(&f.dataDir, "data-dir", "data", "data directory `DIR` of the local standalone (\"eventlogging standalone --data-dir\"), searched for broker.json when --brokers and --config are not set")
 	fs.StringVar(&f.registry, "registry", "", "schema registry `URL` used to decode Avro records (Confluent wire format) to JSON, e.g. http://localhost:8080/registry; default: the local standalone's, when --brokers is not set")
 	fs.BoolVar(&f.fromBeginning, "from-beginning", false, "print every record the topics still hold, then follow (default: only records produced after tail starts)")
 	fs.BoolVar(&f.pretty, "pretty", false, "indent each JSON value over several lines")
@@ -93,19 +98,20 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		flt.grep = re
 	}
-	var brokers []string
-	if f.brokers != "" {
-		brokers = strings.Split(f.brokers, ",")
-	} else {
-		local, err := localBrokers(f.dataDir)
-		if err != nil {
-			return err
-		}
-		brokers = local
-		if f.registry == "" {
-			f.registry = localRegistry(f.dataDir)
-		}
+	log := slog.Default().With("component", "tail")
+	kc, c, local, err := clusterFromFlags(f.config, f.brokers, f.dataDir, log)
+	if err != nil {
+		return err
 	}
+	kc.ClientID = "eventlogging-tail"
+	switch {
+	case f.registry != "":
+	case f.config != "":
+		f.registry = c.Registry.URL
+	case local:
+		f.registry = localRegistry(f.dataDir)
+	}
+	brokers := kc.Brokers
 	var codec *avrowire.Codec
 	if f.registry != "" {
 		c, err := avrowire.New(f.registry, 0)
@@ -120,13 +126,12 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		defer cancel()
 	}
 
-	log := slog.Default().With("component", "tail")
 	from := "end"
 	if f.fromBeginning {
 		from = "beginning"
 	}
 	cfg := kafka.TailConfig{
-		Kafka:         kafka.Config{Brokers: brokers, ClientID: "eventlogging-tail", Logger: log},
+		Kafka:         kc,
 		Topics:        topics,
 		FromBeginning: f.fromBeginning,
 		OnStart:       func() { log.Info("tailing", "topics", topics, "from", from, "brokers", brokers) },
@@ -295,4 +300,28 @@ func readStandaloneInfo(dataDir string) (standaloneInfo, bool) {
 		return standaloneInfo{}, false
 	}
 	return info, true
+}
+
+// clusterFromFlags is how tail and bench reach Kafka: with a configuration
+// file, its kafka section (brokers, TLS, SASL), --brokers overriding the
+// addresses; else --brokers; else the local standalone's broker in dataDir
+// (local is then true). c is the loaded configuration, if any.
+func clusterFromFlags(configPath, brokers, dataDir string, log *slog.Logger) (kc kafka.Config, c config.Config, local bool, err error) {
+	kc = kafka.Config{Logger: log}
+	if configPath != "" {
+		if c, err = config.Load(configPath); err != nil {
+			return kc, c, false, err
+		}
+		kc = kafkaConfig(c, log)
+	}
+	switch {
+	case brokers != "":
+		kc.Brokers = strings.Split(brokers, ",")
+	case configPath == "":
+		if kc.Brokers, err = localBrokers(dataDir); err != nil {
+			return kc, c, false, err
+		}
+		local = true
+	}
+	return kc, c, local, nil
 }

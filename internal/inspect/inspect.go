@@ -25,6 +25,10 @@ type Config struct {
 	RegistryURL string
 	// RawTopics are the raw input topics; default eventlogging-client-side.
 	RawTopics []string
+	// HideRawTopics keeps the raw topics out of the live tail: their lines
+	// carry the client IP, which the IP policy "hash" keeps out of every
+	// other output.
+	HideRawTopics bool
 	// ErrorTopic holds EventErrors; default eventlogging_EventError.
 	ErrorTopic string
 	// ReplayTopic is the compacted log of replayed EventError uuids, so
@@ -308,12 +312,20 @@ func (i *Inspector) Topics(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(ts, func(t string) bool { return strings.HasPrefix(t, "_") || t == "eventlogging_ip_key" }), nil
+	return slices.DeleteFunc(ts, func(t string) bool {
+		return strings.HasPrefix(t, "_") || t == "eventlogging_ip_key" || (i.cfg.HideRawTopics && slices.Contains(i.cfg.RawTopics, t))
+	}), nil
 }
+
+// ErrRawHidden is Tail's answer for a raw topic with Config.HideRawTopics.
+var ErrRawHidden = errors.New("raw topics hold client IPs and are not shown (IP policy hash)")
 
 // Tail follows topic from now on; see kafka.Tail. Values that are JSON are
 // passed as they are; others (Avro, garbage) as a JSON string.
 func (i *Inspector) Tail(ctx context.Context, topic string, fn func(TailEvent) error) error {
+	if i.cfg.HideRawTopics && slices.Contains(i.cfg.RawTopics, topic) {
+		return fmt.Errorf("tail %s: %w", topic, ErrRawHidden)
+	}
 	return kafka.Tail(ctx, kafka.TailConfig{Kafka: i.cfg.Kafka, Topics: []string{topic}}, func(r kafka.Record) error {
 		v := json.RawMessage(r.Value)
 		if !json.Valid(r.Value) {

@@ -596,3 +596,32 @@ func TestRead(t *testing.T) {
 		}
 	})
 }
+
+// TestHideRawTopics: with HideRawTopics the live tail neither lists nor
+// follows the raw topics (their lines carry client IPs); without it, it does.
+func TestHideRawTopics(t *testing.T) {
+	brokers := cluster(t)
+	for _, hide := range []bool{false, true} {
+		i, err := New(Config{Kafka: kafka.Config{Brokers: brokers}, RawTopics: []string{rawA, rawB}, HideRawTopics: hide, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		topics, err := i.Topics(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if listed := slices.Contains(topics, rawA) || slices.Contains(topics, rawB); listed == hide {
+			t.Errorf("HideRawTopics %t: topics %v", hide, topics)
+		}
+		if !slices.Contains(topics, capsule.TopicEventError) {
+			t.Errorf("HideRawTopics %t: the error topic is not listed: %v", hide, topics)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		err = i.Tail(ctx, rawA, func(TailEvent) error { return nil })
+		cancel()
+		if hide != errors.Is(err, ErrRawHidden) {
+			t.Errorf("HideRawTopics %t: Tail(raw) = %v", hide, err)
+		}
+		i.Close()
+	}
+}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // runCLI runs the eventlogging binary and returns its stdout.
@@ -68,6 +70,22 @@ func TestQuickstart(t *testing.T) {
 	ee := runCLI(t, "tail", "--data-dir", dataDir, "--from-beginning", "--count", "1", "--timeout", "60s", "eventlogging_EventError")
 	if !strings.Contains(ee, `"code":"validation"`) || !strings.Contains(ee, `"pointer":"/action"`) {
 		t.Fatalf("tail EventError printed %q", ee)
+	}
+
+	// The valid Event Platform event of the batch is in SQLite, in the
+	// table named after its $schema, its meta.id as the uuid.
+	db, err := sql.Open("sqlite", filepath.Join(dataDir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var uuid, action string
+	var pageID int64
+	waitFor(t, 60*time.Second, "the edit_funnel event in SQLite", func() bool {
+		return db.QueryRowContext(t.Context(), `SELECT uuid, event_action, event_page_id FROM "analytics_edit_funnel_1_0_0"`).Scan(&uuid, &action, &pageID) == nil
+	})
+	if uuid == "" || action != "init" || pageID != 15580374 {
+		t.Errorf("edit_funnel row: uuid %q, action %q, page_id %d", uuid, action, pageID)
 	}
 
 	// The schema CLI against the standalone's registry: the folder is

@@ -29,9 +29,24 @@ const DefaultBatchRows = 10000
 // ParsePolicy, PurgeSQL or PurgeFiles.
 var ErrPolicy = errors.New("purge: invalid policy")
 
-// neverKept are the capsule fields that may be hashed or dropped but never
-// kept in clear, compared ignoring case.
-var neverKept = []string{"clientIp", "userAgent"}
+// neverKept are the fields that may be hashed or dropped but never kept in
+// clear, compared ignoring case: a capsule's clientIp and userAgent, and
+// an Event Platform event's http.client_ip and request headers (the user
+// agent among them), by their path in files and in sqlsink's columns
+// (where the record's fields are under "event").
+var neverKept = []string{"clientIp", "userAgent",
+	"http.client_ip", "event.http.client_ip", "http.request_headers", "event.http.request_headers"}
+
+// isNeverKept reports whether f is in neverKept or inside one of its
+// objects (http.request_headers.user-agent).
+func isNeverKept(f string) bool {
+	for _, nk := range neverKept {
+		if strings.EqualFold(f, nk) || (len(f) > len(nk) && f[len(nk)] == '.' && strings.EqualFold(f[:len(nk)], nk)) {
+			return true
+		}
+	}
+	return false
+}
 
 // bookkeeping are the capsule fields every sanitised row or record keeps:
 // they identify the event and its age, and hold nothing about the user.
@@ -52,7 +67,8 @@ var bookkeeping = []string{"uuid", "dt", "timestamp", "schema", "revision"}
 // to shorten or suffix with a hash (non-ASCII or very long property names,
 // collisions) match no path and are dropped.
 type Rule struct {
-	// Keep lists the fields kept unchanged. clientIp and userAgent may
+	// Keep lists the fields kept unchanged. clientIp and userAgent (and an
+	// Event Platform event's http.client_ip and http.request_headers) may
 	// not be listed.
 	Keep []string `yaml:"keep"`
 	// Hash lists the fields replaced by the lowercase hex
@@ -210,10 +226,8 @@ func (p *Policy) validate() error {
 			if err := check("keep", f); err != nil {
 				return err
 			}
-			for _, nk := range neverKept {
-				if strings.EqualFold(f, nk) {
-					return fmt.Errorf("%w: schema %s: %s may never be kept in clear: move it to hash or leave it out (then it is dropped)", ErrPolicy, name, f)
-				}
+			if isNeverKept(f) {
+				return fmt.Errorf("%w: schema %s: %s may never be kept in clear: move it to hash or leave it out (then it is dropped)", ErrPolicy, name, f)
 			}
 		}
 		for _, f := range r.Hash {

@@ -87,6 +87,25 @@ func TestPolicyValidatedByPurge(t *testing.T) {
 	}
 }
 
+// TestNeverKeptPlatformFields: an Event Platform event's IP and request
+// headers, by their file path or their sqlsink column path, can never be
+// kept in clear; their neighbours can.
+func TestNeverKeptPlatformFields(t *testing.T) {
+	for f, refused := range map[string]bool{
+		"clientIp": true, "USERAGENT": true,
+		"http.client_ip": true, "event.http.client_ip": true,
+		"http.request_headers": true, "http.request_headers.user-agent": true,
+		"event.http.request_headers": true, "Event.HTTP.Request_Headers.user-agent": true,
+		"http.method": false, "http.client_ip_hint": false, "event.action": false, "meta.stream": false,
+	} {
+		p := Policy{Rules: map[string]Rule{"/analytics/edit_funnel/1.0.0": {Keep: []string{f}}}}
+		err := p.validate()
+		if refused != errors.Is(err, ErrPolicy) {
+			t.Errorf("keep %q: %v, want refused %t", f, err, refused)
+		}
+	}
+}
+
 func TestSanitiseRecord(t *testing.T) {
 	rec := map[string]any{
 		"uuid": "u", "schema": "S", "clientIp": "1.2.3.4",

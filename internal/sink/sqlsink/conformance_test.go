@@ -106,6 +106,7 @@ func runConformance(t *testing.T, db *sql.DB, d Dialect) {
 			c["event"] = "not an object"
 			return c
 		}(),
+		// An Event Platform event whose schema is not there.
 		14: {"$schema": "/analytics/button_click/1.0.0", "meta": map[string]any{"stream": "x"}},
 	}
 	wantPoison := []int{8, 9, 10, 11, 13, 14}
@@ -126,7 +127,7 @@ func runConformance(t *testing.T, db *sql.DB, d Dialect) {
 	for i, want := range map[int]string{
 		8: "schema not found", 9: "/event/big: 99999999999999999999: out of BIGINT range",
 		10: "/uuid: required", 11: "/event/label: got number, want string",
-		13: "/event: got string, want object", 14: "Event Platform",
+		13: "/event: got string, want object", 14: "schema not found",
 	} {
 		if !strings.Contains(reasons[i], want) {
 			t.Errorf("poison %d: reason %q, want it to contain %q", i, reasons[i], want)
@@ -238,6 +239,8 @@ func runConformance(t *testing.T, db *sql.DB, d Dialect) {
 			t.Errorf("Write(nil) = %+v, %v", res, err)
 		}
 	})
+	t.Run("EventPlatform", func(t *testing.T) { testPlatform(t, db, dl) })
+	t.Run("EventPlatformTablePerSchema", func(t *testing.T) { testPlatformPerSchema(t, db, dl) })
 }
 
 // testDatabaseRefuses checks the row-by-row fallback: a CHECK constraint the

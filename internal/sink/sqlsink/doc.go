@@ -1,6 +1,6 @@
-// Package sqlsink writes validated event capsules into SQL tables on SQLite,
-// MariaDB/MySQL or PostgreSQL, one table per schema revision, creating the
-// tables on first use.
+// Package sqlsink writes validated event capsules and Event Platform events
+// into SQL tables on SQLite, MariaDB/MySQL or PostgreSQL, one table per
+// schema revision (or $schema version), creating the tables on first use.
 //
 // # Tables
 //
@@ -14,6 +14,8 @@
 //   - one column per event property, named "event" and the property path
 //     joined with "_" (event.nested.field is event_nested_field), sorted by
 //     name.
+//
+// Event Platform events (see below) get tables of the same shape.
 //
 // timestamp keeps the original's MediaWiki format: the capsule's epoch
 // seconds as 14 characters of UTC, YYYYMMDDHHMMSS, which sort and compare
@@ -29,6 +31,41 @@
 // object, or NULL when there are none: nothing the validator accepted is
 // dropped. Properties are found in "properties" and, through local $refs,
 // in allOf, anyOf, oneOf, then/else and dependentSchemas.
+//
+// # Event Platform events
+//
+// A record with "$schema" (a path such as /analytics/button_click/1.0.0, or
+// a URL ending in one) is an Event Platform event, resolved with
+// [Schemas].ResolveURI. Its table is the path's segments joined with "_",
+// dots as "_": analytics_button_click_1_0_0, or with TablePerSchema
+// analytics_button_click (the version dropped), shortened past 63 bytes as
+// above. The path must be a canonical schema path (segments of ASCII
+// letters, digits, "_", "-" and ".", no dot segments; see schema.Path) whose
+// last segment is a version of dot-separated numbers; anything else is
+// poison before any lookup, so a table name only ever holds ASCII letters,
+// digits, "_" and "-" (and is quoted all the same). Two paths that join to
+// the same name ("/a_b/c/1.0.0", "/a/b_c/1.0.0") are not mixed: within a
+// Writer, the second schema to claim a table (or a legacy schema whose
+// table name an Event Platform schema has, or the reverse) is poison.
+//
+// Its JSON Schema describes the whole record, so the event columns are the
+// record flattened by the rules above, from the root: meta.id is event_meta_id,
+// http.client_ip event_http_client_ip, the client's own "dt" event_dt,
+// "$schema" event_$schema; undeclared members of an open object go to its
+// JSON column (event_meta, event_http). The "event" prefix keeps them
+// apart from the capsule columns. The capsule columns are filled from
+// meta: uuid is meta.id (required: a redelivered event is a duplicate),
+// dt is meta.dt as given and timestamp meta.dt as YYYYMMDDHHMMSS (meta.dt,
+// the receive time, is required and must be RFC 3339, so retention purges
+// these rows as any other), schema is the canonical $schema path (so rows
+// of several versions in one table tell their version); revision, topic,
+// wiki, webHost, recvFrom, seqId, userAgent and clientIp are NULL, their
+// data being in the event columns (event_meta_stream, event_meta_domain,
+// event_http_request_headers, event_http_client_ip). http.client_ip is
+// stored as given, as a capsule's clientIp is: the processor has applied
+// the IP policy. With TablePerSchema, versions are ordered numerically
+// (1.10.0 after 1.9.0): the lowest creates the table, later ones add
+// columns, as revisions do.
 //
 // # Types
 //
@@ -135,9 +172,10 @@
 // # Errors
 //
 // Rows that can never be written are returned in [Result].Poison (the
-// schema does not resolve, the record is not an EventLogging capsule —
-// Event Platform events with $schema are not written here — or a value does
-// not fit, as above); the batch goes on. Everything else (connections,
+// schema does not resolve, the record is neither an EventLogging capsule
+// nor an Event Platform event, its $schema cannot name a table, meta.id or
+// meta.dt is missing or malformed, or a value does not fit, as above); the
+// batch goes on. Everything else (connections,
 // timeouts, locks, a transient schema fetch error, ctx) is returned as an
 // error, and the caller retries the batch: tables written before the error
 // keep their rows, and the retry counts them as duplicates.

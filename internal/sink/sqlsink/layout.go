@@ -1,6 +1,7 @@
 package sqlsink
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -54,13 +55,13 @@ type column struct {
 	overflow bool
 }
 
-// pointer returns the column's JSON pointer inside the capsule, for poison
-// reasons.
-func (c *column) pointer() string {
+// pointer returns the column's JSON pointer inside the record, for poison
+// reasons; root is the pointer of the event object (layout.root).
+func (c *column) pointer(root string) string {
 	if c.field != "" {
 		return "/" + c.field
 	}
-	return jsonPointer(c.path)
+	return jsonPointer(root, c.path)
 }
 
 // objNode maps the members of one event object to columns.
@@ -84,6 +85,29 @@ type layout struct {
 	root    *objNode
 	// capsuleCols is the number of leading capsule columns.
 	capsuleCols int
+	// platform marks an Event Platform schema: the event columns
+	// describe the whole record, and the capsule columns are filled from
+	// meta (platformCapsule). version is its $schema version.
+	platform bool
+	version  []int64
+}
+
+// eventPointer is the JSON pointer of the object the event columns
+// describe: the capsule's "event", or the whole Event Platform record.
+func (l *layout) eventPointer() string {
+	if l.platform {
+		return ""
+	}
+	return "/event"
+}
+
+// compareLayouts orders the versions of one schema: by revision, or by
+// $schema version. With TablePerSchema the lowest creates the table.
+func compareLayouts(a, b *layout) int {
+	if c := cmp.Compare(a.id.Revision, b.id.Revision); c != 0 {
+		return c
+	}
+	return slices.Compare(a.version, b.version)
 }
 
 // capsuleColumns are the capsule fields stored as columns, in table order
@@ -107,8 +131,17 @@ var capsuleColumns = []column{
 const idColumn = "id"
 
 // tableName returns the table of schema id: <Schema>_<revision>, or
-// <Schema> with one table per schema, shortened to maxIdent.
+// <Schema> with one table per schema, shortened to maxIdent. For an Event
+// Platform schema (id.Name a $schema path) it is platformTable's name, or
+// "" when the path cannot name a table.
 func tableName(id schema.ID, perSchema bool) string {
+	if isPlatform(id) {
+		name, err := platformTable(id.Name, perSchema)
+		if err != nil {
+			return ""
+		}
+		return name
+	}
 	name := id.Name
 	if !perSchema {
 		name += "_" + strconv.FormatInt(id.Revision, 10)
@@ -146,7 +179,11 @@ func pathHash(path []string, extra string) string {
 // column per flattened event property (see doc.go for the rules).
 func buildLayout(s *schema.Schema, perSchema bool) *layout {
 	doc := s.Document()
-	l := &layout{id: s.ID(), table: tableName(s.ID(), perSchema)}
+	l := &layout{id: s.ID(), table: tableName(s.ID(), perSchema), platform: isPlatform(s.ID())}
+	if l.platform {
+		segs := strings.Split(l.id.Name, "/")
+		l.version, _ = parseVersion(segs[len(segs)-1])
+	}
 	l.columns = append(l.columns, capsuleColumns...)
 	l.capsuleCols = len(capsuleColumns)
 
@@ -279,10 +316,11 @@ func withSuffix(base, h string) string {
 	return base + "_" + h
 }
 
-// jsonPointer formats an event path as an RFC 6901 pointer into the capsule.
-func jsonPointer(path []string) string {
+// jsonPointer formats an event path as an RFC 6901 pointer into the
+// record, root being the pointer of the event object.
+func jsonPointer(root string, path []string) string {
 	var b strings.Builder
-	b.WriteString("/event")
+	b.WriteString(root)
 	for _, p := range path {
 		b.WriteByte('/')
 		p = strings.ReplaceAll(p, "~", "~0")

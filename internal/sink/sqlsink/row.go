@@ -26,14 +26,15 @@ var (
 	errIntRange   = errors.New("out of BIGINT range")
 )
 
-// capsuleID reads the schema id of a capsule. The error is a poison
-// reason.
+// capsuleID reads the schema id of a capsule, or of an Event Platform event
+// (one with "$schema": the id's Name is its canonical $schema path). The
+// error is a poison reason.
 func capsuleID(c map[string]any) (schema.ID, error) {
+	if v, ok := c["$schema"]; ok {
+		return platformID(v)
+	}
 	name, ok := c["schema"].(string)
 	if !ok {
-		if _, has := c["$schema"]; has {
-			return schema.ID{}, errors.New("not an EventLogging capsule: Event Platform events ($schema) are not written by the SQL sink")
-		}
 		return schema.ID{}, fmt.Errorf("/schema: got %s, want string", kind(c["schema"]))
 	}
 	rev, err := intValue(c["revision"])
@@ -47,16 +48,26 @@ func capsuleID(c map[string]any) (schema.ID, error) {
 	return id, nil
 }
 
-// row converts a capsule into the parameters of an INSERT, one per column
-// of l (nil is NULL). The error is a poison reason: the capsule cannot be
-// stored in this layout.
+// row converts a capsule (or Event Platform event) into the parameters of
+// an INSERT, one per column of l (nil is NULL). The error is a poison
+// reason: the record cannot be stored in this layout.
 func (l *layout) row(c map[string]any, d *dialect) ([]any, error) {
 	vals := make([]any, len(l.columns))
+	if l.platform {
+		if err := l.platformCapsule(c, vals, d); err != nil {
+			return nil, err
+		}
+		// The schema describes the whole record.
+		if err := l.walk(c, l.root, vals, d); err != nil {
+			return nil, err
+		}
+		return vals, nil
+	}
 	for i := range l.capsuleCols {
 		col := &l.columns[i]
 		v, err := d.capsuleValue(col, c[col.field])
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", col.pointer(), err)
+			return nil, fmt.Errorf("%s: %w", col.pointer(l.eventPointer()), err)
 		}
 		vals[i] = v
 	}
@@ -94,21 +105,21 @@ func (l *layout) walk(obj map[string]any, n *objNode, vals []any, d *dialect) er
 				}
 			case nil:
 			default:
-				return fmt.Errorf("%s: got %s, want object", jsonPointer(append(n.path[:len(n.path):len(n.path)], k)), kind(v))
+				return fmt.Errorf("%s: got %s, want object", jsonPointer(l.eventPointer(), append(n.path[:len(n.path):len(n.path)], k)), kind(v))
 			}
 			continue
 		}
 		col := &l.columns[f.col]
 		val, err := d.eventValue(col.typ, v)
 		if err != nil {
-			return fmt.Errorf("%s: %w", col.pointer(), err)
+			return fmt.Errorf("%s: %w", col.pointer(l.eventPointer()), err)
 		}
 		vals[f.col] = val
 	}
 	if extra != nil {
 		val, err := d.eventValue(typeJSON, extra)
 		if err != nil {
-			return fmt.Errorf("%s: %w", l.columns[n.overflow].pointer(), err)
+			return fmt.Errorf("%s: %w", l.columns[n.overflow].pointer(l.eventPointer()), err)
 		}
 		vals[n.overflow] = val
 	}

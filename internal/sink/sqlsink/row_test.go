@@ -217,12 +217,16 @@ func TestNewWriterErrors(t *testing.T) {
 	}
 }
 
-// flakySchemas fails every Resolve with a transient error.
+// flakySchemas fails every Resolve and ResolveURI with a transient error.
 type flakySchemas struct{}
 
 var errFetch = errors.New("registry unreachable")
 
 func (flakySchemas) Resolve(context.Context, schema.ID) (*schema.Schema, error) {
+	return nil, errFetch
+}
+
+func (flakySchemas) ResolveURI(context.Context, string) (*schema.Schema, error) {
 	return nil, errFetch
 }
 

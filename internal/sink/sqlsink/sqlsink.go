@@ -135,12 +135,18 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Schemas resolves the schema of a capsule. *schema.Resolver satisfies it.
-// Resolve must be safe for concurrent use; errors wrapping
-// schema.ErrNotFound, schema.ErrInvalidSchema or schema.ErrInvalidID are
-// permanent (the row is poison), any other error is transient.
+// Schemas resolves the schema of a capsule or Event Platform event.
+// *schema.Resolver satisfies it. Both methods must be safe for concurrent
+// use; ctx bounds the lookup. Errors wrapping schema.ErrNotFound,
+// schema.ErrInvalidSchema or schema.ErrInvalidID are permanent (the row is
+// poison), any other error is transient.
 type Schemas interface {
+	// Resolve returns the schema of an EventLogging capsule ("schema"
+	// and "revision").
 	Resolve(ctx context.Context, id schema.ID) (*schema.Schema, error)
+	// ResolveURI returns the schema of an Event Platform event, given its
+	// canonical $schema path; the schema's ID has the path as Name.
+	ResolveURI(ctx context.Context, uri string) (*schema.Schema, error)
 }
 
 // Result reports what Write did with a batch.
@@ -163,8 +169,8 @@ type PoisonRow struct {
 	Reason string
 }
 
-// Writer writes validated event capsules into SQL tables, creating the
-// tables on first use. It is safe for concurrent use, and several Writers
+// Writer writes validated event capsules and Event Platform events into
+// SQL tables, creating the tables on first use. It is safe for concurrent use, and several Writers
 // (in several processes) may share one database. It starts no goroutines;
 // Close releases its prepared statements.
 type Writer struct {
@@ -177,6 +183,10 @@ type Writer struct {
 	mu      sync.Mutex
 	layouts map[schema.ID]*layout
 	tables  map[string]*tableState
+	// owners maps a table name (lower case) to the schema whose rows it
+	// holds, so two Event Platform paths that join to the same name
+	// ("/a_b/c/1.0.0", "/a/b_c/1.0.0") are not mixed in one table.
+	owners map[string]string
 
 	stmtMu sync.Mutex
 	stmts  map[stmtKey]*sql.Stmt
@@ -210,6 +220,7 @@ func NewWriter(db *sql.DB, schemas Schemas, cfg Config) (*Writer, error) {
 		log:     log.With("component", "sqlsink", "dialect", string(cfg.Dialect)),
 		layouts: map[schema.ID]*layout{},
 		tables:  map[string]*tableState{},
+		owners:  map[string]string{},
 		stmts:   map[stmtKey]*sql.Stmt{},
 		maxRows: maxStmtRows,
 	}, nil
@@ -230,12 +241,20 @@ func (w *Writer) Close() error {
 
 // DDL returns the statements that create the table of s with its indexes
 // (CREATE TABLE IF NOT EXISTS, then on SQLite and PostgreSQL CREATE INDEX
-// IF NOT EXISTS), as Write runs them.
+// IF NOT EXISTS), as Write runs them; none for an Event Platform schema
+// whose path cannot name a table.
 func (w *Writer) DDL(s *schema.Schema) []string {
-	return w.d.createTable(w.layout(s))
+	l := w.layout(s)
+	if l.table == "" {
+		return nil
+	}
+	return w.d.createTable(l)
 }
 
 // Table returns the name of the table rows of schema id are written to.
+// For an Event Platform schema, id.Name is its $schema path (as
+// schema.Resolver.ResolveURI names it); "" when the path cannot name a
+// table.
 func (w *Writer) Table(id schema.ID) string {
 	return tableName(id, w.cfg.TablePerSchema)
 }
@@ -265,9 +284,10 @@ type pendingRow struct {
 	vals  []any
 }
 
-// Write inserts a batch of capsules: decoded JSON objects as the processor
-// produces them (map[string]any, numbers as json.Number, the event under
-// "event"). It groups the rows by table, creates each table on first use
+// Write inserts a batch of capsules and Event Platform events: decoded
+// JSON objects as the processor produces them (map[string]any, numbers as
+// json.Number; a capsule's event under "event", an Event Platform event
+// with "$schema" and meta at its root). It groups the rows by table, creates each table on first use
 // (and, with TablePerSchema, adds the columns of new revisions) and
 // inserts each table's rows in one transaction of multi-row statements.
 // A row whose uuid is already stored is skipped and counted as a
@@ -275,8 +295,9 @@ type pendingRow struct {
 //
 // A row that can never be written is returned in Result.Poison with the
 // reason, and the others are written: its schema does not resolve
-// (schema.ErrNotFound, ErrInvalidSchema, ErrInvalidID), it is not an
-// EventLogging capsule, a value does not fit its column (an integer
+// (schema.ErrNotFound, ErrInvalidSchema, ErrInvalidID), it is neither an
+// EventLogging capsule nor an Event Platform event with a $schema path
+// that names a table, meta.id or meta.dt is missing, a value does not fit its column (an integer
 // beyond BIGINT, a string longer than a MySQL TEXT, a type that
 // contradicts the schema), or its revision is incompatible with the
 // table's columns (TablePerSchema).
@@ -349,10 +370,22 @@ func (w *Writer) prepare(ctx context.Context, c map[string]any, seen map[schema.
 	if p, ok := seen[id]; ok {
 		return p.l, p.reason, nil
 	}
-	s, err := w.schemas.Resolve(ctx, id)
+	var s *schema.Schema
+	if isPlatform(id) {
+		s, err = w.schemas.ResolveURI(ctx, id.Name)
+	} else {
+		s, err = w.schemas.Resolve(ctx, id)
+	}
 	switch {
+	case err == nil && isPlatform(id) && s.ID() != id:
+		// Not the schema asked for: its layout would name another table.
+		reason = fmt.Sprintf("schema %s resolved to %s", id, s.ID())
 	case err == nil:
 		l = w.layout(s)
+		reason = w.claim(l)
+		if reason != "" {
+			l = nil
+		}
 	case errors.Is(err, schema.ErrNotFound) || errors.Is(err, schema.ErrInvalidSchema) || errors.Is(err, schema.ErrInvalidID):
 		reason = err.Error()
 	default:
@@ -360,4 +393,33 @@ func (w *Writer) prepare(ctx context.Context, c map[string]any, seen map[schema.
 	}
 	seen[id] = prepared{l: l, reason: reason}
 	return l, reason, nil
+}
+
+// claim records that l's table holds the rows of l's schema (all its
+// versions with TablePerSchema) and returns a poison reason when the table
+// already holds another schema's and either is an Event Platform schema.
+// (Legacy schema names map to table names one to one, up to case, and
+// are left as they were.) The check covers what this Writer has written.
+func (w *Writer) claim(l *layout) string {
+	owner := l.id.String()
+	if l.platform {
+		owner = l.id.Name
+		if w.cfg.TablePerSchema {
+			owner = owner[:strings.LastIndexByte(owner, '/')]
+		}
+	} else if w.cfg.TablePerSchema {
+		owner = l.id.Name
+	}
+	key := strings.ToLower(l.table)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	prev, ok := w.owners[key]
+	if !ok {
+		w.owners[key] = owner
+		return ""
+	}
+	if prev == owner || (!l.platform && !strings.HasPrefix(prev, "/")) {
+		return ""
+	}
+	return fmt.Sprintf("schema %s would share table %s with %s", l.id, l.table, prev)
 }

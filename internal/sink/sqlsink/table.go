@@ -1,7 +1,6 @@
 package sqlsink
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -61,8 +60,9 @@ func (w *Writer) writeTable(ctx context.Context, table string, rows []pendingRow
 			layouts = append(layouts, r.l)
 		}
 	}
-	// The lowest revision defines a new table; later ones add columns.
-	slices.SortFunc(layouts, func(a, b *layout) int { return cmp.Compare(a.id.Revision, b.id.Revision) })
+	// The lowest revision (or $schema version) defines a new table; later
+	// ones add columns.
+	slices.SortFunc(layouts, compareLayouts)
 	bad, err := w.ensure(ctx, t, table, layouts)
 	if err != nil {
 		return 0, 0, nil, err

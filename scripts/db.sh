@@ -100,6 +100,20 @@ wait_for() {
 	done
 }
 
+# port_free waits up to 30 s for nothing to listen on 127.0.0.1:$1 (a
+# server of an earlier run that is still shutting down), then fails saying
+# who to stop.
+port_free() {
+	local port=$1 what=$2 i
+	for i in $(seq 30); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || return 0
+		[ "$i" -gt 1 ] || log "port $port is taken; waiting up to 30s for it to be released"
+		sleep 1
+	done
+	log "port $port is still taken by a process this script did not start; stop it before starting $what"
+	exit 1
+}
+
 # MariaDB: data, socket, pid file and error log under $run/mariadb.
 
 my_dir() { echo "$run/mariadb"; }
@@ -145,6 +159,7 @@ my_start() {
 				--skip-test-db --skip-name-resolve --innodb-log-file-size=16M >"$dir/install.log" 2>&1 ||
 				{ cat "$dir/install.log" >&2; exit 1; }
 		fi
+		port_free "$mport" MariaDB
 		log "starting MariaDB at 127.0.0.1:$mport (run dir $dir)"
 		local owner=()
 		[ "$(id -u)" -ne 0 ] || owner=(--user="$myuser")
@@ -225,6 +240,7 @@ pg_start() {
 				--auth-local=trust --auth-host=scram-sha-256 >"$dir/initdb.log" 2>&1 ||
 				{ cat "$dir/initdb.log" >&2; exit 1; }
 		fi
+		port_free "$pport" PostgreSQL
 		log "starting PostgreSQL 15 at 127.0.0.1:$pport (run dir $dir)"
 		# pg_ctl hands -o to a shell, hence the inner quotes around the socket dir;
 		# it waits (-w) until the server accepts connections or exits.

@@ -64,8 +64,21 @@ for t in "${targets[@]}"; do
 	log="$logs/$(printf '%s' "$pkg.$name" | tr '/' '_').log"
 	t0=$(date +%s.%N)
 	rc=0
-	go test -run '^$' -fuzz "^${name}\$" -fuzztime "${secs}s" -fuzzminimizetime "${secs}s" \
-		${parallel[@]+"${parallel[@]}"} "$pkg" >"$log" 2>&1 || rc=$?
+	for attempt in 1 2; do
+		rc=0
+		go test -run '^$' -fuzz "^${name}\$" -fuzztime "${secs}s" -fuzzminimizetime "${secs}s" \
+			${parallel[@]+"${parallel[@]}"} "$pkg" >"$log" 2>&1 || rc=$?
+		# A failure that is only the fuzzing engine's own "context deadline
+		# exceeded" (a worker that did not answer before -fuzztime ran out,
+		# on a loaded machine) found no input: run the target once more. A
+		# real finding says "Failing input written to" and is never retried.
+		if [ "$rc" -ne 0 ] && [ "$attempt" -eq 1 ] && grep -q 'context deadline exceeded' "$log" &&
+			! grep -q 'Failing input written to' "$log"; then
+			printf 'fuzz.sh: %s %s: the fuzzing engine timed out without a finding; running it again\n' "$pkg" "$name" >&2
+			continue
+		fi
+		break
+	done
 	took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1fs", b-a}')
 	execs=$(grep -o 'execs: [0-9]*' "$log" | tail -n 1 | awk '{print $2}' || true)
 	if [ "$rc" -eq 0 ]; then

@@ -68,6 +68,17 @@ fi
 export EVENTLOGGING_PYTHON="$venv/bin/python"
 
 # 4. Real Kafka broker, MariaDB and PostgreSQL for the integration tests.
+# Their fixed ports (and the fault tests' brokers, 39000-39999) lie inside
+# Linux's ephemeral range (32768-60999): a client connection could be given
+# one as its local port just before a server binds it, which then dies with
+# "address in use" (seen once for a cluster node, once for MariaDB). As
+# root, keep the kernel from handing them out (until reboot).
+reserved=/proc/sys/net/ipv4/ip_local_reserved_ports
+if [ -w "$reserved" ]; then
+	cur=$(cat "$reserved")
+	printf '%s\n' "${cur:+$cur,}33306,35432,39000-39999" >"$reserved" ||
+		log "could not reserve the servers' ports in $reserved"
+fi
 scripts/kafka.sh fetch
 # The fault tests start and stop brokers of their own (a 3-node cluster,
 # a broker on 39592); they stop them when they end, and so does this trap.

@@ -17,6 +17,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/iphash"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/process"
+	"github.com/eventlogging/eventlogging/internal/schema"
 	"github.com/eventlogging/eventlogging/internal/spool"
 )
 
@@ -41,16 +42,19 @@ full the intake answers 503 with Retry-After.`
 // commonFlags are the flags every serving role shares.
 type commonFlags struct {
 	config, brokers, schemas, streams, listen string
+	watch                                     bool
 }
 
 func (f *commonFlags) register(fs interface {
 	StringVar(p *string, name, value, usage string)
+	BoolVar(p *bool, name string, value bool, usage string)
 }) {
 	fs.StringVar(&f.config, "config", "", "configuration file (YAML)")
 	fs.StringVar(&f.brokers, "kafka-brokers", "", "Kafka bootstrap addresses, comma-separated (kafka.brokers)")
 	fs.StringVar(&f.schemas, "schemas", "", "schema folder (process.schemas_dir)")
 	fs.StringVar(&f.streams, "streams", "", "Event Platform stream configuration file (process.streams_file)")
 	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (intake.listen, default :8080)")
+	fs.BoolVar(&f.watch, "watch", false, "reload the schema folder, the stream configuration and log.level when their files change (SIGHUP always reloads)")
 }
 
 func (f *commonFlags) apply(c *config.Config) {
@@ -68,7 +72,7 @@ func (f *commonFlags) apply(c *config.Config) {
 	}
 }
 
-func runIntake(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger) error {
+func runIntake(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger, rt runtimeEnv) error {
 	fs := newFlagSet("intake", intakeHelp, stderr)
 	var f commonFlags
 	f.register(fs)
@@ -88,7 +92,8 @@ func runIntake(ctx context.Context, args []string, stderr io.Writer, log *slog.L
 		return err
 	}
 	m := newRoleMetrics()
-	p, err := newPipeline(ctx, c, log, m)
+	rl := newReloader(c, f.config, rt, f.watch, log)
+	p, err := newPipeline(ctx, c, log, m, rl)
 	if err != nil {
 		return err
 	}
@@ -99,6 +104,7 @@ func runIntake(ctx context.Context, args []string, stderr io.Writer, log *slog.L
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	p.start(g, gctx, false)
+	g.Go(func() error { return rl.Run(gctx) })
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.handler())
 	mux.Handle("/", m.wrap("intake", p.server))
@@ -119,12 +125,14 @@ type pipeline struct {
 	rot    *iphash.Rotator
 	store  *kafka.KeyStore
 	proc   *process.Processor
+	res    *schema.Resolver
 	server *intake.Server
 }
 
 // newPipeline connects to Kafka, creates the topics, loads the IP key and
-// builds the intake; start runs its goroutines.
-func newPipeline(ctx context.Context, c config.Config, log *slog.Logger, m *roleMetrics) (*pipeline, error) {
+// builds the intake; start runs its goroutines. Its schema cache and
+// stream configurations are registered with rl for live reloads.
+func newPipeline(ctx context.Context, c config.Config, log *slog.Logger, m *roleMetrics, rl *reloader) (*pipeline, error) {
 	p := &pipeline{cfg: c, log: log}
 	p.kc = kafkaConfig(c, log)
 	p.kc.Metrics = m.kafkaMetrics()
@@ -158,7 +166,7 @@ func newPipeline(ctx context.Context, c config.Config, log *slog.Logger, m *role
 		return nil, err
 	}
 	p.rot, p.store = rot, store
-	if p.proc, err = newProcessor(c, hasher, m); err != nil {
+	if p.proc, p.res, err = newProcessor(c, hasher, m, rl); err != nil {
 		return nil, err
 	}
 	if p.queue, err = spool.Open(c.Intake.SpoolDir, spool.Config{MaxBytes: c.Intake.SpoolMaxBytes, Logger: log}); err != nil {
@@ -173,6 +181,7 @@ func newPipeline(ctx context.Context, c config.Config, log *slog.Logger, m *role
 	if err != nil {
 		return nil, err
 	}
+	rl.addStreams(streams)
 	p.server, err = intake.NewServer(p.writer, p.proc, streams, intake.Config{
 		RawTopic:       c.Intake.RawTopic,
 		RecvFrom:       c.Intake.RecvFrom,
@@ -205,6 +214,9 @@ func (p *pipeline) start(g *errgroup.Group, ctx context.Context, withProcessor b
 	}
 	g.Go(func() error { return p.writer.Run(ctx) })
 	g.Go(func() error { return p.server.RunCanaries(ctx, p.cfg.Intake.CanaryInterval, p.cfg.Intake.CanaryEvents) })
+	// A schema registered anywhere is seen at once by the processing
+	// function (the intake's synchronous path and the processor).
+	g.Go(func() error { return watchRegistry(ctx, p.cfg, p.kc, p.res, p.log) })
 	if withProcessor {
 		g.Go(func() error { return runPipe(ctx, p.cfg, p.kc, p.proc, p.log) })
 	}

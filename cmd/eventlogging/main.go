@@ -60,27 +60,38 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))
+	level := new(slog.LevelVar)
+	level.Set(logLevel())
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The long-running roles reload on SIGHUP instead of dying of it.
+	rt := runtimeEnv{level: level}
+	switch args[0] {
+	case "process", "intake", "sink", "standalone":
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		rt.hup = hup
+	}
 
 	var err error
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "process":
-		err = runProcess(ctx, rest, stdin, stdout, stderr, logger)
+		err = runProcess(ctx, rest, stdin, stdout, stderr, logger, rt)
 	case "intake":
-		err = runIntake(ctx, rest, stderr, logger)
+		err = runIntake(ctx, rest, stderr, logger, rt)
 	case "schema":
 		err = runSchema(ctx, rest, stdout, stderr)
 	case "registry":
 		err = runRegistry(ctx, rest, stderr, logger)
 	case "sink":
-		err = runSink(ctx, rest, stderr, logger)
+		err = runSink(ctx, rest, stderr, logger, rt)
 	case "purge":
 		err = runPurge(ctx, rest, stdout, stderr, logger)
 	case "standalone":
-		err = runStandalone(ctx, rest, stderr, logger)
+		err = runStandalone(ctx, rest, stderr, logger, rt)
 	case "tail":
 		err = runTail(ctx, rest, stdout, stderr)
 	case "check-config":
@@ -114,6 +125,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "eventlogging:", err)
 		return 1
 	}
+}
+
+// runtimeEnv is what main hands the long-running roles for live reload:
+// the logger's level and the SIGHUP notifications (nil for other
+// commands).
+type runtimeEnv struct {
+	level *slog.LevelVar
+	hup   <-chan os.Signal
 }
 
 func logLevel() slog.Level {

@@ -268,16 +268,27 @@ func printStatus(w io.Writer, ov inspect.Overview, recent []inspect.ErrorRecord)
 	}
 }
 
-const replayHelp = `Usage: eventlogging replay [--schema NAME] [--since TIME] [--until TIME] [--partition P --from-offset N --to-offset M] [--dry-run]
+const replayHelp = `Usage: eventlogging replay [--schema NAME] [--since TIME] [--until TIME] [--partition P --from-offset N --to-offset M] [--wait D] [--force] [--dry-run]
 
 Re-submits EventErrors to the raw topic they came from, after a schema fix
-(for example once the missing schema revision is registered): each goes
-through the processor again exactly as received. Events get the uuid they
-would have had, so the sinks store each once. Every replayed error is
-recorded in the compacted topic _eventlogging_replayed and never replayed
-twice; errors whose raw event was cut to size are skipped.
+(for example once the missing schema revision is registered; replaying in
+the same second as "schema push" is fine): each goes through the processor
+again exactly as received, marked as a replay, so the processor looks its
+schema up afresh rather than trusting what it remembered as unknown. Events
+get the uuid they would have had, so the sinks store each once.
+
+The processors record each replay's outcome in the compacted topic
+_eventlogging_replayed; replay waits for them (--wait) and prints which
+came out valid and which failed again, with the reason. Only a replay that
+came out valid closes an EventError: one that failed again, or whose
+outcome did not arrive in time, can be replayed again after the next fix.
+Errors whose raw event was cut to size are skipped. Exit status 1 when a
+replay failed again.
 
   --since, --until   RFC 3339 times or durations back from now (e.g. 2h)
+  --wait D           how long to wait for the outcomes (default 30s; 0: do not wait)
+  --force            replay closed errors too, and close every replayed one
+                     whatever its outcome
   --dry-run          count what would be replayed, produce nothing`
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) error {
@@ -291,6 +302,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, log
 	from := fs.Int64("from-offset", 0, "first offset of --partition to replay")
 	to := fs.Int64("to-offset", 0, "offset of --partition to stop before (0: the end)")
 	dryRun := fs.Bool("dry-run", false, "count what would be replayed, produce nothing")
+	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the processors' outcomes (0: do not wait)")
+	force := fs.Bool("force", false, "replay errors already replayed too, and record every replayed one as done whatever its outcome")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -316,17 +329,36 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, log
 		return err
 	}
 	defer ins.Close()
-	res, err := ins.ReplayMatching(ctx, flt, *dryRun)
+	res, err := ins.ReplayMatching(ctx, flt, inspect.ReplayOptions{DryRun: *dryRun, Force: *force, Wait: *wait})
 	if err != nil {
 		return err
 	}
-	verb := "replayed"
-	if *dryRun {
-		verb = "would replay"
+	return printReplay(stdout, res, *dryRun)
+}
+
+// printReplay writes what a replay did and came to; an error (exit status
+// 1) when some replays failed again.
+func printReplay(w io.Writer, res inspect.ReplayResult, dryRun bool) error {
+	if dryRun {
+		fmt.Fprintf(w, "would replay %d EventErrors, skipped %d\n", res.Replayed, res.Skipped)
+	} else {
+		fmt.Fprintf(w, "replayed %d EventErrors, skipped %d: %d valid, %d failed again, %d without an outcome yet\n",
+			res.Replayed, res.Skipped, res.Valid, len(res.Failed), len(res.Pending))
 	}
-	fmt.Fprintf(stdout, "%s %d EventErrors, skipped %d\n", verb, res.Replayed, res.Skipped)
 	for _, r := range res.Reasons {
-		fmt.Fprintln(stdout, "  skipped", r)
+		fmt.Fprintln(w, "  skipped", r)
+	}
+	for _, f := range res.Failed {
+		fmt.Fprintf(w, "  failed again %s: %s: %s\n", f.UUID, f.Code, f.Message)
+	}
+	for _, u := range res.Pending {
+		fmt.Fprintf(w, "  no outcome yet %s (still replayable; is a processor running?)\n", u)
+	}
+	if res.Forced {
+		fmt.Fprintln(w, "  forced: every replayed EventError is recorded as replayed")
+	}
+	if len(res.Failed) > 0 && !res.Forced {
+		return fmt.Errorf("%w: replay: %d EventErrors failed again; they stay replayable", errFindings, len(res.Failed))
 	}
 	return nil
 }

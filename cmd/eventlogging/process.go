@@ -20,6 +20,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/process"
+	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
 const processHelp = `Usage:
@@ -53,9 +54,10 @@ type processFlags struct {
 	mixedTopic, mixedExclude, errorTopic, topicTemplate string
 	metricsListen                                       string
 	processorID, streams                                string
+	watch                                               bool
 }
 
-func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) error {
+func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger, rt runtimeEnv) error {
 	fs := newFlagSet("process", processHelp, stderr)
 	var f processFlags
 	fs.StringVar(&f.config, "config", "", "configuration file (YAML)")
@@ -77,6 +79,7 @@ func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.StringVar(&f.topicTemplate, "topic-template", "", "per-schema topic name, with {schema} and {revision} (default eventlogging_{schema})")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", `address of /metrics (metrics.listen, default :9101; "off" disables it)`)
 	fs.StringVar(&f.processorID, "processor-id", "", "name of this processor in EventErrors (process.processor_id, default host-pid)")
+	fs.BoolVar(&f.watch, "watch", false, "reload the schema folder, the stream configuration and log.level when their files change (SIGHUP always reloads)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -94,7 +97,7 @@ func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if f.ipHashKeyHex != "" {
 		return fmt.Errorf("%w: process: --ip-hash-key-hex is for offline mode; Kafka mode shares its key through %s", errUsage, cfg.Process.IPKeyTopic)
 	}
-	return processKafka(ctx, cfg, log)
+	return processKafka(ctx, cfg, newReloader(cfg, f.config, rt, f.watch, log), log)
 }
 
 // apply lays flags over the loaded configuration.
@@ -136,10 +139,11 @@ func (f processFlags) apply(c *config.Config) {
 	}
 }
 
-// loadStreams reads the stream configuration file; nil when none is set.
+// loadStreams reads the stream configuration file; an empty configuration
+// when none is set.
 func loadStreams(path string) (*process.Streams, error) {
 	if path == "" {
-		return nil, nil
+		return process.NewStreams(nil)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -152,37 +156,42 @@ func loadStreams(path string) (*process.Streams, error) {
 	return st, nil
 }
 
-// newProcessor builds the processing function from the configuration.
-func newProcessor(c config.Config, hasher process.IPHasher, m *roleMetrics) (*process.Processor, error) {
+// newProcessor builds the processing function from the configuration, and
+// registers its schema cache and stream configuration with rl (nil: no
+// reloads) for live reloads. It returns the schema cache too, for
+// watchRegistry.
+func newProcessor(c config.Config, hasher process.IPHasher, m *roleMetrics, rl *reloader) (*process.Processor, *schema.Resolver, error) {
 	p := c.Process
 	policy, err := process.ParseIPPolicy(p.IP)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var exclude *regexp.Regexp
 	if p.MixedExclude != "" {
 		exclude = regexp.MustCompile(p.MixedExclude) // validated by config.Validate
 	}
 	if st, err := os.Stat(p.SchemasDir); c.Registry.URL == "" && (err != nil || !st.IsDir()) {
-		return nil, fmt.Errorf("schema folder %q: not a readable directory (set --schemas or process.schemas_dir)", p.SchemasDir)
+		return nil, nil, fmt.Errorf("schema folder %q: not a readable directory (set --schemas or process.schemas_dir)", p.SchemasDir)
 	}
 	streams, err := loadStreams(p.StreamsFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res, err := schemaResolver(c, m)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var avro process.AvroEncoder
 	if u := c.Registry.URL; u != "" {
 		codec, err := avrowire.New(u, 0)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		avro = codec
 	}
-	return process.New(res, hasher, process.Config{
+	rl.addResolver(res)
+	rl.addStreams(streams)
+	proc, err := process.New(res, hasher, process.Config{
 		IPPolicy:                 policy,
 		TrustClientCapsuleFields: p.TrustClientCapsuleFields,
 		TopicTemplate:            p.TopicTemplate,
@@ -194,6 +203,10 @@ func newProcessor(c config.Config, hasher process.IPHasher, m *roleMetrics) (*pr
 		Avro:                     avro,
 		Metrics:                  m.processMetrics(),
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return proc, res, nil
 }
 
 func processOffline(ctx context.Context, c config.Config, f processFlags, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
@@ -223,7 +236,7 @@ func processOffline(ctx context.Context, c config.Config, f processFlags, stdin 
 			log.Warn("offline: no --ip-hash-key-hex, hashing client IPs with a random key; hashes differ from run to run")
 		}
 	}
-	proc, err := newProcessor(c, iphash.NewHasher(alg, key), nil)
+	proc, _, err := newProcessor(c, iphash.NewHasher(alg, key), nil, nil)
 	if err != nil {
 		return err
 	}
@@ -304,7 +317,7 @@ func kafkaConfig(c config.Config, log *slog.Logger) kafka.Config {
 	return kc
 }
 
-func processKafka(ctx context.Context, c config.Config, log *slog.Logger) error {
+func processKafka(ctx context.Context, c config.Config, rl *reloader, log *slog.Logger) error {
 	log = log.With("component", "process")
 	m := newRoleMetrics()
 	kc := kafkaConfig(c, log)
@@ -332,11 +345,13 @@ func processKafka(ctx context.Context, c config.Config, log *slog.Logger) error 
 	if store != nil {
 		defer store.Close()
 	}
-	proc, err := newProcessor(c, hasher, m)
+	proc, res, err := newProcessor(c, hasher, m, rl)
 	if err != nil {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return rl.Run(gctx) })
+	g.Go(func() error { return watchRegistry(gctx, c, kc, res, log) })
 	// First: a metrics address that cannot be bound stops the start.
 	if err := m.serveMetrics(gctx, g, c, ":9101", kc, []string{c.Process.Group}, log); err != nil {
 		return err

@@ -38,7 +38,7 @@ group (eventlogging-sink-sql, eventlogging-sink-files).
 Records a sink can never write go to sink.error_topic with the reason.
 Schemas come from registry.url, else from process.schemas_dir.`
 
-func runSink(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger) error {
+func runSink(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger, rt runtimeEnv) error {
 	fs := newFlagSet("sink", sinkHelp, stderr)
 	cfgPath := fs.String("config", "", "configuration file (YAML)")
 	brokers := fs.String("kafka-brokers", "", "Kafka bootstrap addresses, comma-separated (kafka.brokers)")
@@ -76,6 +76,11 @@ func runSink(ctx context.Context, args []string, stderr io.Writer, log *slog.Log
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
+	// SIGHUP reloads log.level (the sinks' schemas come from the registry
+	// or are looked up in the folder on every miss).
+	rl := newReloader(c, *cfgPath, rt, false, log)
+	rl.schemasDir = ""
+	g.Go(func() error { return rl.Run(gctx) })
 	m := newRoleMetrics()
 	kc := kafkaConfig(c, log)
 	kc.Metrics = m.kafka

@@ -38,7 +38,7 @@ HTTP (one port, default :8080): /beacon/event, /v1/events, /v1/streams,
 /static/eventlogging.js, /healthz, /readyz — see "eventlogging intake --help"; the schema registry
 at /registry/, the dashboard at /dashboard/, Prometheus metrics at /metrics.`
 
-func runStandalone(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger) error {
+func runStandalone(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger, rt runtimeEnv) error {
 	fs := newFlagSet("standalone", standaloneHelp, stderr)
 	var f commonFlags
 	f.register(fs)
@@ -94,13 +94,13 @@ func runStandalone(ctx context.Context, args []string, stderr io.Writer, log *sl
 		log.Warn("standalone: kafka.tls and kafka.sasl_* are ignored, the embedded broker is plaintext on loopback")
 	}
 	c.Kafka.TLS, c.Kafka.SASLMechanism = false, ""
-	return serveAll(ctx, c, log)
+	return serveAll(ctx, c, newReloader(c, f.config, rt, f.watch, log), log)
 }
 
 // serveAll runs registry, intake and processor against c.Kafka on one HTTP
 // listener until ctx is done: the registry under /registry/, the intake at
 // the root.
-func serveAll(ctx context.Context, c config.Config, log *slog.Logger) error {
+func serveAll(ctx context.Context, c config.Config, rl *reloader, log *slog.Logger) error {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", c.Intake.Listen)
 	if err != nil {
 		return fmt.Errorf("standalone: %w", err)
@@ -158,7 +158,15 @@ func serveAll(ctx context.Context, c config.Config, log *slog.Logger) error {
 	if err := importSchemas(gctx, reg, c.Process.SchemasDir, log); err != nil {
 		return fail(err)
 	}
-	p, err := newPipeline(gctx, c, log, m)
+	// A reload registers the folder again (new versions), after checking
+	// every file of it.
+	rl.setImporter(c.Process.SchemasDir, func(ctx context.Context, dir string) error {
+		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return importSchemas(ictx, reg, dir, log)
+	})
+	g.Go(func() error { return rl.Run(gctx) })
+	p, err := newPipeline(gctx, c, log, m, rl)
 	if err != nil {
 		return fail(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -36,6 +37,26 @@ type Config struct {
 	Sink       Sink       `yaml:"sink"`
 	Metrics    Metrics    `yaml:"metrics"`
 	Dashboard  Dashboard  `yaml:"dashboard"`
+	Log        Log        `yaml:"log"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level: debug, info (default), warn or error. Env
+	// EVENTLOGGING_LOG_LEVEL. Long-running roles read it again on SIGHUP.
+	Level string `yaml:"level"`
+}
+
+// SlogLevel parses the level; "" is info.
+func (l Log) SlogLevel() (slog.Level, error) {
+	var v slog.Level
+	if l.Level == "" {
+		return slog.LevelInfo, nil
+	}
+	if err := v.UnmarshalText([]byte(l.Level)); err != nil {
+		return v, fmt.Errorf("config: log.level: %q, want debug, info, warn or error", l.Level)
+	}
+	return v, nil
 }
 
 // Metrics configures the /metrics endpoint of roles without an HTTP
@@ -345,6 +366,9 @@ var validGroup = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
 // Validate reports the first problem with the configuration, naming the key.
 func (c *Config) Validate() error {
+	if _, err := c.Log.SlogLevel(); err != nil {
+		return err
+	}
 	if len(c.Kafka.Brokers) == 0 {
 		return errors.New("config: kafka.brokers: at least one broker address is required")
 	}

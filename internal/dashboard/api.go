@@ -176,12 +176,13 @@ func (h *Handler) apiReplay(rw http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), replayTimeout)
 	defer cancel()
-	res, err := h.b.Replay(ctx, uuids)
+	res, err := h.b.Replay(ctx, uuids, inspect.ReplayOptions{Wait: replayWait})
 	if err != nil {
 		h.writeAPIError(rw, r, "replay", err)
 		return
 	}
-	h.log.Info("dashboard replay", "requested", len(uuids), "replayed", res.Replayed, "skipped", res.Skipped)
+	h.log.Info("dashboard replay", "requested", len(uuids), "replayed", res.Replayed, "skipped", res.Skipped,
+		"valid", res.Valid, "failed_again", len(res.Failed), "pending", len(res.Pending))
 	writeJSON(rw, http.StatusOK, res)
 }
 

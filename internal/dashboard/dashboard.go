@@ -29,7 +29,7 @@ type Backend interface {
 	// Errors reads EventErrors, newest first.
 	Errors(ctx context.Context, f inspect.ErrorFilter) ([]inspect.ErrorRecord, error)
 	// Replay re-submits the EventErrors with these uuids to the raw topic.
-	Replay(ctx context.Context, uuids []string) (inspect.ReplayResult, error)
+	Replay(ctx context.Context, uuids []string, opt inspect.ReplayOptions) (inspect.ReplayResult, error)
 	// Topics lists the topics that can be tailed.
 	Topics(ctx context.Context) ([]string, error)
 	// Tail calls fn for each record of topic produced after Tail started,
@@ -71,8 +71,10 @@ const (
 	defaultTailBuffer = 256
 	// backendTimeout bounds each backend call of a page or API request.
 	backendTimeout = 2 * time.Second
-	// replayTimeout bounds a replay, which produces to Kafka.
-	replayTimeout = 10 * time.Second
+	// replayTimeout bounds a replay, which produces to Kafka and waits
+	// up to replayWait for the processors' outcomes.
+	replayTimeout = 15 * time.Second
+	replayWait    = 5 * time.Second
 	// heartbeatEvery is how often an idle live tail sends a comment, so
 	// that proxies keep the connection open.
 	heartbeatEvery = 15 * time.Second

@@ -70,7 +70,7 @@ func (f *fakeBackend) Errors(_ context.Context, flt inspect.ErrorFilter) ([]insp
 	return out[:min(len(out), flt.Limit)], nil
 }
 
-func (f *fakeBackend) Replay(_ context.Context, uuids []string) (inspect.ReplayResult, error) {
+func (f *fakeBackend) Replay(_ context.Context, uuids []string, _ inspect.ReplayOptions) (inspect.ReplayResult, error) {
 	if f.fail != nil {
 		return inspect.ReplayResult{}, f.fail
 	}
@@ -89,6 +89,7 @@ func (f *fakeBackend) Replay(_ context.Context, uuids []string) (inspect.ReplayR
 			res.Reasons = append(res.Reasons, u+": not replayable")
 		default:
 			res.Replayed++
+			res.Valid++
 		}
 	}
 	return res, nil

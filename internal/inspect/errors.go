@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -154,12 +155,14 @@ func eventOfRawLine(line string) json.RawMessage {
 	return json.RawMessage(s)
 }
 
-// replayed reads the replay log: the uuids of EventErrors already replayed.
+// replayed reads the replay log: for each EventError replayed, whether
+// it counts as replayed (its latest outcome valid or forced) or may be
+// replayed again (it failed again).
 func (i *Inspector) replayed(ctx context.Context) (map[string]bool, error) {
 	set := map[string]bool{}
 	err := kafka.Read(ctx, kafka.ReadConfig{Kafka: i.cfg.Kafka, Topic: i.cfg.ReplayTopic, AllPartitions: true}, func(r kafka.Record) error {
 		if len(r.Key) > 0 {
-			set[string(r.Key)] = true
+			set[string(r.Key)] = capsule.ParseReplayOutcome(r.Value).Replayed()
 		}
 		return nil
 	})
@@ -171,7 +174,7 @@ func (i *Inspector) replayed(ctx context.Context) (map[string]bool, error) {
 
 // Replay re-submits the EventErrors with these uuids to the raw topic they
 // came from; see ReplayMatching.
-func (i *Inspector) Replay(ctx context.Context, uuids []string) (ReplayResult, error) {
+func (i *Inspector) Replay(ctx context.Context, uuids []string, opt ReplayOptions) (ReplayResult, error) {
 	if len(uuids) == 0 {
 		return ReplayResult{}, nil
 	}
@@ -187,7 +190,7 @@ func (i *Inspector) Replay(ctx context.Context, uuids []string) (ReplayResult, e
 		want[u] = true
 	}
 	entries = slices.DeleteFunc(entries, func(e errorEntry) bool { return !want[e.rec.UUID] })
-	res, err := i.replay(ctx, entries, false)
+	res, err := i.replay(ctx, entries, opt)
 	for _, e := range entries {
 		delete(want, e.rec.UUID)
 	}
@@ -198,15 +201,20 @@ func (i *Inspector) Replay(ctx context.Context, uuids []string) (ReplayResult, e
 	return res, err
 }
 
-// ReplayMatching re-submits every EventError matching f (unless dryRun,
-// which only counts) — after a schema fix, so they are processed again.
-// Each goes back through the raw path exactly as it was received; the
-// processor gives it the same uuid, so the sinks store it once even if it
-// was stored before. Errors already replayed (the replay log) and errors
-// whose raw event was cut to size are skipped.
+// ReplayMatching re-submits every EventError matching f (unless
+// opt.DryRun, which only counts) — after a schema fix, so they are
+// processed again. Each goes back through the raw path exactly as it was
+// received, marked as a replay (header capsule.HeaderReplayOf): the
+// processor resolves its schema afresh, gives it the same uuid (so the
+// sinks store it once even if it was stored before) and records the
+// outcome in the replay log. Only a replay that came out valid (or a
+// forced one) closes an EventError; one that failed again stays
+// replayable. Replay waits up to opt.Wait for the outcomes and reports
+// them. Errors already replayed (unless opt.Force) and errors whose raw
+// event was cut to size are skipped.
 //
 // Unlike Errors, a zero f.Limit means no limit.
-func (i *Inspector) ReplayMatching(ctx context.Context, f ErrorFilter, dryRun bool) (ReplayResult, error) {
+func (i *Inspector) ReplayMatching(ctx context.Context, f ErrorFilter, opt ReplayOptions) (ReplayResult, error) {
 	if f.Limit == 0 {
 		f.Limit = -1
 	}
@@ -214,18 +222,25 @@ func (i *Inspector) ReplayMatching(ctx context.Context, f ErrorFilter, dryRun bo
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	return i.replay(ctx, entries, dryRun)
+	return i.replay(ctx, entries, opt)
 }
 
-func (i *Inspector) replay(ctx context.Context, entries []errorEntry, dryRun bool) (ReplayResult, error) {
+func (i *Inspector) replay(ctx context.Context, entries []errorEntry, opt ReplayOptions) (ReplayResult, error) {
 	var res ReplayResult
-	var raw, log []kafka.Message
+	var raw, forced []kafka.Message
+	var sent []string
 	seen := map[string]bool{}
+	now := time.Now().UTC()
+	// An EventError that failed again on replay is in the error topic
+	// twice, with the same uuid: each uuid is considered once.
+	considered := map[string]bool{}
 	for _, e := range entries {
-		switch {
-		case seen[e.rec.UUID]:
+		if considered[e.rec.UUID] {
 			continue
-		case e.rec.Replayed:
+		}
+		considered[e.rec.UUID] = true
+		switch {
+		case e.rec.Replayed && !opt.Force:
 			res.Skipped++
 			res.Reasons = append(res.Reasons, e.rec.UUID+": already replayed")
 			continue
@@ -235,26 +250,108 @@ func (i *Inspector) replay(ctx context.Context, entries []errorEntry, dryRun boo
 			continue
 		}
 		seen[e.rec.UUID] = true
+		sent = append(sent, e.rec.UUID)
 		raw = append(raw, i.rawRecord(e))
-		log = append(log, kafka.Message{Topic: i.cfg.ReplayTopic, Key: []byte(e.rec.UUID), Value: []byte(time.Now().UTC().Format(time.RFC3339))})
+		if opt.Force {
+			v, _ := json.Marshal(capsule.ReplayOutcome{Status: capsule.ReplayForced, Time: now})
+			forced = append(forced, kafka.Message{Topic: i.cfg.ReplayTopic, Key: []byte(e.rec.UUID), Value: v})
+		}
 	}
 	res.Replayed = len(raw)
-	if dryRun || len(raw) == 0 {
+	if opt.DryRun || len(raw) == 0 {
 		return res, nil
 	}
 	if err := i.prod.Topics(kafka.TopicDefaults{Partitions: 1, Configs: map[string]*string{"cleanup.policy": ptr("compact")}}).Ensure(ctx, i.cfg.ReplayTopic); err != nil {
 		return ReplayResult{}, fmt.Errorf("replay log: %w", err)
 	}
-	// The raw records first: a crash between the two produces replays them
-	// again at worst, which the uuids make harmless downstream.
-	if err := i.prod.ProduceSync(ctx, raw); err != nil {
-		return ReplayResult{}, fmt.Errorf("replay: %w", err)
+	if opt.Force {
+		// Forced: recorded first, so the processors' outcomes (which come
+		// after) still tell what happened.
+		if err := i.prod.ProduceSync(ctx, forced); err != nil {
+			return ReplayResult{}, fmt.Errorf("replay log: %w", err)
+		}
+		i.recent.setReplayed(seen)
+		res.Forced = true
 	}
-	if err := i.prod.ProduceSync(ctx, log); err != nil {
-		return res, fmt.Errorf("replay log: %w", err)
+	outcomes, err := i.replayAndWait(ctx, raw, sent, opt.Wait)
+	if err != nil {
+		return res, err
 	}
-	i.recent.setReplayed(seen)
+	done := map[string]bool{}
+	for _, u := range sent {
+		o, ok := outcomes[u]
+		switch {
+		case !ok:
+			res.Pending = append(res.Pending, u)
+		case o.Status == capsule.ReplayValid:
+			res.Valid++
+			done[u] = true
+		default:
+			res.Failed = append(res.Failed, ReplayFailure{UUID: u, Code: o.Code, Message: o.Message})
+			done[u] = opt.Force
+		}
+	}
+	i.recent.setReplayed(done)
 	return res, nil
+}
+
+// replayAndWait produces the raw records, marked as replays, and collects
+// the processors' outcomes for the uuids sent until all are in or wait has
+// passed. The replay log is followed from before the produce, so no
+// outcome is missed.
+func (i *Inspector) replayAndWait(ctx context.Context, raw []kafka.Message, sent []string, wait time.Duration) (map[string]capsule.ReplayOutcome, error) {
+	for k := range raw {
+		raw[k].Headers = []kafka.Header{{Key: capsule.HeaderReplayOf, Value: []byte(sent[k])}}
+	}
+	if wait <= 0 {
+		if err := i.prod.ProduceSync(ctx, raw); err != nil {
+			return nil, fmt.Errorf("replay: %w", err)
+		}
+		return nil, nil
+	}
+	want := make(map[string]bool, len(sent))
+	for _, u := range sent {
+		want[u] = true
+	}
+	var mu sync.Mutex
+	outcomes := map[string]capsule.ReplayOutcome{}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	started := make(chan struct{})
+	tailed := make(chan error, 1)
+	go func() {
+		tailed <- kafka.Tail(wctx, kafka.TailConfig{Kafka: i.cfg.Kafka, Topics: []string{i.cfg.ReplayTopic}, OnStart: func() { close(started) }},
+			func(r kafka.Record) error {
+				u := string(r.Key)
+				o := capsule.ParseReplayOutcome(r.Value)
+				if !want[u] || o.Status == capsule.ReplayForced {
+					return nil
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				outcomes[u] = o
+				if len(outcomes) == len(want) {
+					return kafka.ErrStopTail
+				}
+				return nil
+			})
+	}()
+	select {
+	case <-started:
+	case err := <-tailed:
+		return nil, fmt.Errorf("replay: following %s: %w", i.cfg.ReplayTopic, err)
+	}
+	if err := i.prod.ProduceSync(ctx, raw); err != nil {
+		cancel()
+		<-tailed
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	if err := <-tailed; err != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("replay: following %s: %w", i.cfg.ReplayTopic, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return outcomes, nil
 }
 
 // rawRecord rebuilds the raw record of an EventError.

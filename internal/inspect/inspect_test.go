@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -284,6 +285,31 @@ func TestErrorsNoErrorTopic(t *testing.T) {
 	}
 }
 
+// outcome writes a replay outcome to the replay log, as a processor does.
+func outcome(ctx context.Context, t *testing.T, brokers []string, uuid, status, message string) {
+	t.Helper()
+	v, err := json.Marshal(capsule.ReplayOutcome{Status: status, Time: time.Now().UTC(), Message: message})
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce(ctx, t, testClient(t, brokers), &kgo.Record{Topic: capsule.TopicReplayLog, Key: []byte(uuid), Value: v})
+}
+
+// replayHeaders returns the replay header of every record of topic.
+func replayHeaders(ctx context.Context, t *testing.T, brokers []string, topic string) []string {
+	t.Helper()
+	var out []string
+	err := kafka.Read(ctx, kafka.ReadConfig{Kafka: kafka.Config{Brokers: brokers}, Topic: topic, AllPartitions: true}, func(r kafka.Record) error {
+		v, _ := r.HeaderValue(capsule.HeaderReplayOf)
+		out = append(out, string(v))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestReplay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -292,12 +318,13 @@ func TestReplay(t *testing.T) {
 	produceErrors(ctx, t, brokers, truncated, other, rawPath, post)
 	i := newInspector(t, brokers)
 
-	res, err := i.Replay(ctx, []string{rawPath.ec.UUID, post.ec.UUID, truncated.ec.UUID, "no-such-uuid"})
+	// No processor here: without waiting, every replay is pending.
+	res, err := i.Replay(ctx, []string{rawPath.ec.UUID, post.ec.UUID, truncated.ec.UUID, "no-such-uuid"}, ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Replayed != 2 || res.Skipped != 2 {
-		t.Errorf("Replay = %+v, want 2 replayed, 2 skipped", res)
+	if res.Replayed != 2 || res.Skipped != 2 || len(res.Pending) != 2 || res.Valid != 0 || len(res.Failed) != 0 {
+		t.Errorf("Replay = %+v, want 2 replayed (pending), 2 skipped", res)
 	}
 	for _, want := range []string{
 		truncated.ec.UUID + ": the raw event was cut to size",
@@ -309,41 +336,130 @@ func TestReplay(t *testing.T) {
 	}
 	// The raw-path error verbatim to its own raw topic; the POST one as
 	// the raw line the intake would have written, to the first raw topic.
+	// Each marked as the replay of its EventError.
 	if got := values(readAll(ctx, t, brokers, rawB)); !slices.Equal(got, []string{rawPath.raw}) {
 		t.Errorf("%s holds %q, want the raw-path line verbatim %q", rawB, got, rawPath.raw)
 	}
 	if got := values(readAll(ctx, t, brokers, rawA)); !slices.Equal(got, []string{post.raw}) {
 		t.Errorf("%s holds %q, want the POST event as a raw line %q", rawA, got, post.raw)
 	}
+	if got := replayHeaders(ctx, t, brokers, rawB); !slices.Equal(got, []string{rawPath.ec.UUID}) {
+		t.Errorf("%s replay headers %q, want %q", rawB, got, rawPath.ec.UUID)
+	}
 
+	// No outcome yet: nothing counts as replayed.
+	replayedOf := func() map[string]bool {
+		errs, err := i.Errors(ctx, ErrorFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, r := range errs {
+			m[r.UUID] = r.Replayed
+		}
+		return m
+	}
+	if m := replayedOf(); m[rawPath.ec.UUID] || m[post.ec.UUID] {
+		t.Errorf("replayed before any outcome: %v", m)
+	}
+
+	// The processors' outcomes: the raw-path one came out valid, the POST
+	// one failed again.
+	outcome(ctx, t, brokers, rawPath.ec.UUID, capsule.ReplayValid, "")
+	outcome(ctx, t, brokers, post.ec.UUID, capsule.ReplayInvalid, "still unknown")
+	for u, want := range replayedOf() {
+		if want != (u == rawPath.ec.UUID) {
+			t.Errorf("%s: Replayed %t after the outcomes", u, want)
+		}
+	}
+
+	// Again: the valid one is skipped; the one that failed is replayed.
+	res, err = i.Replay(ctx, []string{rawPath.ec.UUID, post.ec.UUID}, ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Replayed != 1 || res.Skipped != 1 || !slices.Equal(res.Reasons, []string{rawPath.ec.UUID + ": already replayed"}) {
+		t.Errorf("second Replay = %+v, want 1 replayed, %s already replayed", res, rawPath.ec.UUID)
+	}
+	if got := readAll(ctx, t, brokers, rawB); len(got) != 1 {
+		t.Errorf("after the second Replay %s holds %d records %q, want 1", rawB, len(got), got)
+	}
+	if got := readAll(ctx, t, brokers, rawA); len(got) != 2 {
+		t.Errorf("after the second Replay %s holds %d records %q, want 2", rawA, len(got), got)
+	}
+
+	// Forced: replayed although closed, and closed whatever comes of it.
+	res, err = i.Replay(ctx, []string{rawPath.ec.UUID, post.ec.UUID}, ReplayOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Replayed != 2 || res.Skipped != 0 || !res.Forced {
+		t.Errorf("forced Replay = %+v, want 2 replayed", res)
+	}
+	if m := replayedOf(); !m[rawPath.ec.UUID] || !m[post.ec.UUID] {
+		t.Errorf("after a forced replay: %v, want both replayed", m)
+	}
+
+	// Nothing asked, nothing done.
+	if res, err := i.Replay(ctx, nil, ReplayOptions{}); err != nil || res.Replayed != 0 || res.Skipped != 0 {
+		t.Errorf("Replay(nil) = %+v, %v", res, err)
+	}
+}
+
+// TestReplayWaitsForOutcomes: a stand-in processor answers each replayed
+// record with an outcome; Replay reports them and closes only the valid.
+func TestReplayWaitsForOutcomes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	brokers := cluster(t)
+	truncated, other, rawPath, post := fixture()
+	produceErrors(ctx, t, brokers, truncated, other, rawPath, post)
+	i := newInspector(t, brokers)
+
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	started := make(chan struct{})
+	go func() {
+		tc := kafka.TailConfig{Kafka: kafka.Config{Brokers: brokers}, Topics: []string{rawA, rawB}, OnStart: func() { close(started) }}
+		_ = kafka.Tail(pctx, tc, func(r kafka.Record) error {
+			of, ok := r.HeaderValue(capsule.HeaderReplayOf)
+			if !ok {
+				t.Errorf("replayed record without %s", capsule.HeaderReplayOf)
+				return nil
+			}
+			status, msg := capsule.ReplayValid, ""
+			if string(of) == other.ec.UUID {
+				status, msg = capsule.ReplayInvalid, "schema SearchQuery revision 99 not found"
+			}
+			outcome(pctx, t, brokers, string(of), status, msg)
+			return nil
+		})
+	}()
+	// The stand-in must follow the raw topics before the replay produces.
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("the stand-in processor did not start")
+	}
+	res, err := i.ReplayMatching(ctx, ErrorFilter{}, ReplayOptions{Wait: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Replayed != 3 || res.Valid != 2 || len(res.Failed) != 1 || len(res.Pending) != 0 {
+		t.Fatalf("ReplayMatching = %+v, want 3 replayed: 2 valid, 1 failed", res)
+	}
+	if f := res.Failed[0]; f.UUID != other.ec.UUID || !strings.Contains(f.Message, "not found") {
+		t.Errorf("failed = %+v, want %s with the reason", f, other.ec.UUID)
+	}
 	errs, err := i.Errors(ctx, ErrorFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range errs {
-		if want := r.UUID == rawPath.ec.UUID || r.UUID == post.ec.UUID; r.Replayed != want {
-			t.Errorf("%s (%s): Replayed %t, want %t", r.UUID, r.Schema, r.Replayed, want)
+		want := r.UUID == rawPath.ec.UUID || r.UUID == post.ec.UUID
+		if r.Replayed != want {
+			t.Errorf("%s: Replayed %t, want %t", r.UUID, r.Replayed, want)
 		}
-	}
-
-	// Again: skipped, nothing more produced.
-	res, err = i.Replay(ctx, []string{rawPath.ec.UUID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (ReplayResult{Skipped: 1, Reasons: []string{rawPath.ec.UUID + ": already replayed"}}); res.Replayed != 0 || res.Skipped != 1 || !slices.Equal(res.Reasons, want.Reasons) {
-		t.Errorf("second Replay = %+v, want %+v", res, want)
-	}
-	if got := readAll(ctx, t, brokers, rawB); len(got) != 1 {
-		t.Errorf("after the second Replay %s holds %d records %q, want 1", rawB, len(got), got)
-	}
-	if got := readAll(ctx, t, brokers, rawA); len(got) != 1 {
-		t.Errorf("after the second Replay %s holds %d records %q, want 1", rawA, len(got), got)
-	}
-
-	// Nothing asked, nothing done.
-	if res, err := i.Replay(ctx, nil); err != nil || res.Replayed != 0 || res.Skipped != 0 {
-		t.Errorf("Replay(nil) = %+v, %v", res, err)
 	}
 }
 
@@ -359,18 +475,21 @@ func TestReplayMatching(t *testing.T) {
 		name              string
 		f                 ErrorFilter
 		dryRun            bool
+		valid             []testError // outcomes written after the step
 		replayed, skipped int
 		rawA, rawB        []string // the raw topics afterwards
 	}{
 		{name: "dry run counts", f: ErrorFilter{}, dryRun: true, replayed: 3, skipped: 1},
 		{name: "dry run of one schema", f: ErrorFilter{Schema: "NavigationTiming"}, dryRun: true, replayed: 2, skipped: 1},
-		{name: "one schema", f: ErrorFilter{Schema: "SearchQuery"}, replayed: 1, rawA: []string{other.raw}},
+		{name: "one schema", f: ErrorFilter{Schema: "SearchQuery"}, valid: []testError{other}, replayed: 1, rawA: []string{other.raw}},
 		{name: "dry run after", f: ErrorFilter{}, dryRun: true, replayed: 2, skipped: 2, rawA: []string{other.raw}},
-		{name: "the rest", f: ErrorFilter{}, replayed: 2, skipped: 2, rawA: []string{other.raw, post.raw}, rawB: []string{rawPath.raw}},
-		{name: "nothing left", f: ErrorFilter{}, replayed: 0, skipped: 4, rawA: []string{other.raw, post.raw}, rawB: []string{rawPath.raw}},
+		{name: "the rest", f: ErrorFilter{}, valid: []testError{post}, replayed: 2, skipped: 2, rawA: []string{other.raw, post.raw}, rawB: []string{rawPath.raw}},
+		// rawPath had no outcome: it stays replayable.
+		{name: "what is not valid yet", f: ErrorFilter{}, valid: []testError{rawPath}, replayed: 1, skipped: 3, rawA: []string{other.raw, post.raw}, rawB: []string{rawPath.raw, rawPath.raw}},
+		{name: "nothing left", f: ErrorFilter{}, replayed: 0, skipped: 4, rawA: []string{other.raw, post.raw}, rawB: []string{rawPath.raw, rawPath.raw}},
 	}
 	for _, s := range steps {
-		res, err := i.ReplayMatching(ctx, s.f, s.dryRun)
+		res, err := i.ReplayMatching(ctx, s.f, ReplayOptions{DryRun: s.dryRun})
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
@@ -382,6 +501,9 @@ func TestReplayMatching(t *testing.T) {
 		}
 		if got := values(readAll(ctx, t, brokers, rawB)); !slices.Equal(got, s.rawB) {
 			t.Errorf("%s: %s holds %q, want %q", s.name, rawB, got, s.rawB)
+		}
+		for _, e := range s.valid {
+			outcome(ctx, t, brokers, e.ec.UUID, capsule.ReplayValid, "")
 		}
 	}
 }

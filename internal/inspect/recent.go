@@ -47,14 +47,16 @@ func (r *recentErrors) add(e errorEntry) {
 	}
 }
 
-// setReplayed records replayed uuids (from the replay log or a replay).
+// setReplayed records whether uuids count as replayed (from the replay
+// log or the outcomes of a replay): true once a replay came out valid or
+// was forced, false while it may be replayed again.
 func (r *recentErrors) setReplayed(uuids map[string]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for u := range uuids {
-		r.replayed[u] = true
+	for u, done := range uuids {
+		r.replayed[u] = done
 		if k, ok := r.index[u]; ok {
-			r.entries[k].rec.Replayed = true
+			r.entries[k].rec.Replayed = done
 		}
 	}
 }
@@ -94,7 +96,8 @@ func (r *recentErrors) lookup(uuids []string) ([]errorEntry, bool) {
 
 // followErrors keeps the window: it follows the error topic from now on,
 // then fills in the latest records from before, and reloads the replay log
-// every 30s (other dashboards replay too). It retries while the error
+// every 10s (other dashboards replay too, and processors record outcomes
+// that arrive after a replay stopped waiting). It retries while the error
 // topic does not exist yet.
 func (i *Inspector) followErrors(ctx context.Context) {
 	i.recent.mu.Lock()
@@ -110,7 +113,7 @@ func (i *Inspector) followErrors(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(30 * time.Second):
+			case <-time.After(10 * time.Second):
 			}
 		}
 	})

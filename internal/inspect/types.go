@@ -116,9 +116,36 @@ type Violation struct {
 
 // ReplayResult says what a replay did.
 type ReplayResult struct {
-	Replayed int      `json:"replayed"`
-	Skipped  int      `json:"skipped"` // already replayed, or not replayable
-	Reasons  []string `json:"reasons,omitempty"`
+	Replayed int      `json:"replayed"`          // re-submitted to the raw topic
+	Skipped  int      `json:"skipped"`           // already replayed, or not replayable
+	Reasons  []string `json:"reasons,omitempty"` // why each skipped one was
+	// The outcomes the processors reported within the wait: Valid replays
+	// are closed; Failed ones stay replayable; Pending ones had no outcome
+	// yet (a processor down or behind) and stay replayable too.
+	Valid   int             `json:"valid"`
+	Failed  []ReplayFailure `json:"failed,omitempty"`
+	Pending []string        `json:"pending,omitempty"`
+	// Forced replays were recorded as replayed without waiting.
+	Forced bool `json:"forced,omitempty"`
+}
+
+// ReplayFailure is a replayed EventError that failed again.
+type ReplayFailure struct {
+	UUID    string `json:"uuid"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ReplayOptions tune a replay.
+type ReplayOptions struct {
+	// DryRun counts what would be replayed and produces nothing.
+	DryRun bool
+	// Force replays EventErrors already replayed too, and records every
+	// replayed one as done whatever its outcome.
+	Force bool
+	// Wait is how long to wait for the processors' outcomes; 0 does not
+	// wait (every replay is then Pending).
+	Wait time.Duration
 }
 
 // TailEvent is one record delivered to a live tail.

@@ -159,7 +159,7 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 			if len(batch) == 0 {
 				due = time.Now().Add(cfg.BatchTime)
 			}
-			batch = append(batch, Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+			batch = append(batch, recordOf(r))
 		})
 		stopping := ctx.Err() != nil
 		if len(batch) > 0 && (len(batch) >= cfg.MaxBatch || !time.Now().Before(due) || stopping) {

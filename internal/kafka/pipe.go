@@ -20,6 +20,48 @@ type Record struct {
 	Key       []byte
 	Value     []byte
 	Timestamp time.Time
+	// Headers are the record's headers, nil when it has none.
+	Headers []Header
+}
+
+// Header is one record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// HeaderValue returns the value of the first header named key.
+func (r *Record) HeaderValue(key string) ([]byte, bool) {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return h.Value, true
+		}
+	}
+	return nil, false
+}
+
+// recordOf converts a consumed franz-go record.
+func recordOf(r *kgo.Record) Record {
+	rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+	if len(r.Headers) > 0 {
+		rec.Headers = make([]Header, len(r.Headers))
+		for i, h := range r.Headers {
+			rec.Headers[i] = Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return rec
+}
+
+// kgoRecord converts a message to produce.
+func kgoRecord(m Message) *kgo.Record {
+	r := &kgo.Record{Topic: m.Topic, Key: m.Key, Value: m.Value}
+	if len(m.Headers) > 0 {
+		r.Headers = make([]kgo.RecordHeader, len(m.Headers))
+		for i, h := range m.Headers {
+			r.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+		}
+	}
+	return r
 }
 
 // Message is one record to produce. Leaders are looked up per partition from
@@ -28,6 +70,8 @@ type Message struct {
 	Topic string
 	Key   []byte
 	Value []byte
+	// Headers, if any, are produced with the record.
+	Headers []Header
 }
 
 // Transform turns consumed records into messages to produce. It is called
@@ -184,7 +228,7 @@ func toRecords(fetches kgo.Fetches) []Record {
 	fetches.EachRecord(func(*kgo.Record) { n++ })
 	recs := make([]Record, 0, n)
 	fetches.EachRecord(func(r *kgo.Record) {
-		recs = append(recs, Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+		recs = append(recs, recordOf(r))
 	})
 	return recs
 }
@@ -236,7 +280,7 @@ func produceAll(ctx context.Context, cl *kgo.Client, batches [][]Message) error 
 	for _, b := range batches {
 		for _, m := range b {
 			wg.Add(1)
-			cl.Produce(ctx, &kgo.Record{Topic: m.Topic, Key: m.Key, Value: m.Value}, func(r *kgo.Record, err error) {
+			cl.Produce(ctx, kgoRecord(m), func(r *kgo.Record, err error) {
 				if err != nil {
 					mu.Lock()
 					if firstErr == nil {

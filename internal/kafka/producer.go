@@ -49,7 +49,7 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 // the outcome: nil when acknowledged, ErrBufferFull at once when the buffer
 // is full, or the delivery error (after DeliveryTimeout at most).
 func (p *Producer) TryProduce(m Message, cb func(error)) {
-	p.cl.TryProduce(context.Background(), &kgo.Record{Topic: m.Topic, Key: m.Key, Value: m.Value}, func(_ *kgo.Record, err error) {
+	p.cl.TryProduce(context.Background(), kgoRecord(m), func(_ *kgo.Record, err error) {
 		cb(err)
 	})
 }

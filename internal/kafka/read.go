@@ -126,7 +126,7 @@ func Read(ctx context.Context, cfg ReadConfig, fn func(Record) error) error {
 			if !ok || r.Offset >= end {
 				continue
 			}
-			err := fn(Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+			err := fn(recordOf(r))
 			if errors.Is(err, ErrStopTail) {
 				return nil
 			}

@@ -78,7 +78,7 @@ func Tail(ctx context.Context, cfg TailConfig, fn func(Record) error) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			err := fn(Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+			err := fn(recordOf(r))
 			if errors.Is(err, ErrStopTail) {
 				return nil
 			}

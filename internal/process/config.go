@@ -66,6 +66,10 @@ type Config struct {
 	MixedExclude *regexp.Regexp
 	// ErrorTopic receives EventErrors; default "eventlogging_EventError".
 	ErrorTopic string
+	// ReplayTopic is the replay log: the outcome of each raw record marked
+	// as a replay (header capsule.HeaderReplayOf) is written there, keyed
+	// by the replayed EventError's uuid; default "_eventlogging_replayed".
+	ReplayTopic string
 	// ProcessorID names this processor in EventErrors; default host-pid.
 	ProcessorID string
 	// MaxEventBytes rejects larger raw records as EventErrors (they would
@@ -96,6 +100,9 @@ func (c *Config) setDefaults() error {
 	if c.ErrorTopic == "" {
 		c.ErrorTopic = capsule.TopicEventError
 	}
+	if c.ReplayTopic == "" {
+		c.ReplayTopic = capsule.TopicReplayLog
+	}
 	if c.ProcessorID == "" {
 		host, _ := os.Hostname()
 		c.ProcessorID = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -109,7 +116,7 @@ func (c *Config) setDefaults() error {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	for _, t := range []string{c.MixedTopic, c.ErrorTopic} {
+	for _, t := range []string{c.MixedTopic, c.ErrorTopic, c.ReplayTopic} {
 		if t != "" && !capsule.ValidTopicName(t) {
 			return fmt.Errorf("process config: invalid topic name %q", t)
 		}

@@ -3,6 +3,7 @@ package process
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
+	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
 // Input is one raw topic and the line format of its records.
@@ -34,13 +36,40 @@ func (p *Processor) Transform(inputs []Input) (kafka.Transform, error) {
 		for i := range recs {
 			r := &recs[i]
 			src := &capsule.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
-			buf = p.Process(ctx, formats[r.Topic], r.Value, src, buf[:0])
+			if of, ok := r.HeaderValue(capsule.HeaderReplayOf); ok {
+				buf = p.processReplay(ctx, formats[r.Topic], r.Value, src, string(of), buf[:0])
+			} else {
+				buf = p.Process(ctx, formats[r.Topic], r.Value, src, buf[:0])
+			}
 			for _, o := range buf {
-				out = append(out, kafka.Message{Topic: o.Topic, Value: o.Value})
+				out = append(out, kafka.Message{Topic: o.Topic, Key: o.Key, Value: o.Value})
 			}
 		}
 		return out
 	}, nil
+}
+
+// processReplay processes a raw record re-submitted by a replay of the
+// EventError with uuid errUUID. Its schema is resolved afresh, never from
+// the negative cache: the operator replays because the schema now exists,
+// perhaps registered a moment ago. Its outcome is appended for the replay
+// log, after the event's own outputs: the pipe produces them together and
+// commits the raw offset only when all are acknowledged, so a replay
+// recorded valid is in its output topic.
+func (p *Processor) processReplay(ctx context.Context, f *lineformat.Format, raw []byte, src *capsule.Source, errUUID string, out []Output) []Output {
+	out, res := p.processRaw(schema.WithoutNegativeCache(ctx), f, raw, src, out)
+	if errUUID == "" || len(errUUID) > 256 {
+		return out // not a uuid we could have written: nothing to record
+	}
+	o := capsule.ReplayOutcome{Status: capsule.ReplayValid, Time: p.cfg.Now().UTC(), UUID: res.UUID, Processor: p.cfg.ProcessorID}
+	if !res.Valid() {
+		o.Status, o.Code, o.Message = capsule.ReplayInvalid, res.Code, res.Message
+	}
+	v, err := json.Marshal(o)
+	if err != nil {
+		return out // cannot happen: strings and a time
+	}
+	return append(out, Output{Topic: p.cfg.ReplayTopic, Key: []byte(errUUID), Value: v})
 }
 
 // OfflineStats counts what an offline run did.

@@ -38,6 +38,7 @@ type IPHasher interface {
 // one input may share a Value slice (the same capsule in two topics).
 type Output struct {
 	Topic string
+	Key   []byte // nil for every output but replay outcomes
 	Value []byte
 }
 
@@ -110,6 +111,12 @@ func CheckFormat(format string) error {
 // locates the record (nil offline). It never fails: every problem becomes an
 // EventError.
 func (p *Processor) Process(ctx context.Context, f *lineformat.Format, raw []byte, src *capsule.Source, out []Output) []Output {
+	out, _ = p.processRaw(ctx, f, raw, src, out)
+	return out
+}
+
+// processRaw is Process, also reporting the outcome.
+func (p *Processor) processRaw(ctx context.Context, f *lineformat.Format, raw []byte, src *capsule.Source, out []Output) ([]Output, Result) {
 	s := p.scratch.Get().(*scratch)
 	defer p.scratch.Put(s)
 	s.fields = lineformat.Fields{Capsule: s.fields.Capsule[:0], Named: s.fields.Named[:0]}
@@ -128,8 +135,7 @@ func (p *Processor) Process(ctx context.Context, f *lineformat.Format, raw []byt
 			}
 		}
 	}
-	out, _ = p.finish(ctx, &s.fields, raw, line, src, fail, out)
-	return out
+	return p.finish(ctx, &s.fields, raw, line, src, fail, out)
 }
 
 // Meta is what the HTTP intake knows about an event it received, in place

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
 
@@ -36,9 +37,34 @@ type Stream struct {
 }
 
 // Streams looks stream names up: exact names first, then regexes in order.
+// Its configuration can be replaced while it is in use ([Streams.Replace]),
+// so a reload reaches every holder at once. Safe for concurrent use.
 type Streams struct {
+	t atomic.Pointer[streamTable]
+}
+
+// streamTable is one configuration; never modified once stored.
+type streamTable struct {
 	exact    map[string]Stream
 	patterns []streamPattern
+}
+
+// Replace puts next's configuration in force in st (for a reload): every
+// later Lookup and List answers from it. A nil next empties st.
+func (st *Streams) Replace(next *Streams) {
+	t := &streamTable{exact: map[string]Stream{}}
+	if next != nil {
+		t = next.table()
+	}
+	st.t.Store(t)
+}
+
+// table returns the configuration in force; nil for a nil or zero Streams.
+func (st *Streams) table() *streamTable {
+	if st == nil {
+		return nil
+	}
+	return st.t.Load()
 }
 
 type streamPattern struct {
@@ -48,7 +74,7 @@ type streamPattern struct {
 
 // NewStreams validates and indexes stream configurations.
 func NewStreams(list []Stream) (*Streams, error) {
-	st := &Streams{exact: map[string]Stream{}}
+	st := &streamTable{exact: map[string]Stream{}}
 	for i, s := range list {
 		if s.SampleRate == 0 {
 			s.SampleRate = 1
@@ -80,11 +106,14 @@ func NewStreams(list []Stream) (*Streams, error) {
 		}
 		st.exact[s.Name] = s
 	}
-	return st, nil
+	out := &Streams{}
+	out.t.Store(st)
+	return out, nil
 }
 
 // Lookup returns the configuration of stream name, with Topic filled in.
-func (st *Streams) Lookup(name string) (Stream, bool) {
+func (sts *Streams) Lookup(name string) (Stream, bool) {
+	st := sts.table()
 	if st == nil {
 		return Stream{}, false
 	}
@@ -135,7 +164,8 @@ func ParseStreams(data []byte) (*Streams, error) {
 
 // List returns the configured streams, exact names first, for clients that
 // fetch the stream configuration.
-func (st *Streams) List() []Stream {
+func (sts *Streams) List() []Stream {
+	st := sts.table()
 	if st == nil {
 		return nil
 	}

@@ -128,8 +128,9 @@ func (r *Resolver) Resolve(ctx context.Context, id ID) (*Schema, error) {
 	if err := id.Validate(); err != nil {
 		return nil, fmt.Errorf("schema: resolve %s: %w: %w", id, ErrNotFound, err)
 	}
+	fresh := skipNegative(ctx)
 	for {
-		if err := r.negativeHit(id); err != nil {
+		if err := r.negativeHit(id, fresh); err != nil {
 			r.metrics.inc(negativeOf)
 			return nil, err
 		}
@@ -138,7 +139,7 @@ func (r *Resolver) Resolve(ctx context.Context, id ID) (*Schema, error) {
 			r.mu.Unlock()
 			return s, nil
 		}
-		if err := r.negativeHit(id); err != nil {
+		if err := r.negativeHit(id, fresh); err != nil {
 			r.mu.Unlock()
 			return nil, err
 		}
@@ -180,6 +181,10 @@ func (r *Resolver) lead(ctx context.Context, id ID, c *call) {
 	c.s, c.err = r.load(ctx, id)
 	switch {
 	case c.err == nil:
+		// Found at last (a fresh resolution): the failure is forgotten.
+		r.negMu.Lock()
+		delete(r.negative, id)
+		r.negMu.Unlock()
 	case errors.Is(c.err, ErrNotFound) || errors.Is(c.err, ErrInvalidSchema):
 		r.storeNegative(id, c.err)
 	default:
@@ -212,7 +217,12 @@ func (r *Resolver) load(ctx context.Context, id ID) (*Schema, error) {
 	return s, nil
 }
 
-func (r *Resolver) negativeHit(id ID) error {
+// negativeHit returns the remembered error of id, unless fresh (the
+// caller skips the negative cache) or it has expired.
+func (r *Resolver) negativeHit(id ID, fresh bool) error {
+	if fresh {
+		return nil
+	}
 	r.negMu.RLock()
 	e, ok := r.negative[id]
 	r.negMu.RUnlock()

@@ -106,7 +106,7 @@ func (r *Resolver) ResolveURI(ctx context.Context, uri string) (*Schema, error) 
 		r.metrics.inc(hitOf)
 		return s, nil
 	}
-	if negOK && r.now().Before(neg.until) {
+	if negOK && !skipNegative(ctx) && r.now().Before(neg.until) {
 		r.metrics.inc(negativeOf)
 		return nil, neg.err
 	}

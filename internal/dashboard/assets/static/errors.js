@@ -43,7 +43,13 @@
       }
       let text = "Replayed " + body.replayed + ", skipped " + body.skipped + ".";
       if (body.reasons && body.reasons.length) text += " " + body.reasons.join("; ");
-      show(text, true, body);
+      if (body.replayed > 0) text += " Valid now: " + (body.valid || 0) + ".";
+      const failed = body.failed || [];
+      if (failed.length) {
+        text += " Failed again (still replayable): " + failed.map(function (f) { return f.uuid + ": " + f.message; }).join("; ") + ".";
+      }
+      if (body.pending && body.pending.length) text += " No outcome yet (still replayable): " + body.pending.length + ".";
+      show(text, failed.length === 0, body);
     } catch (err) {
       show("Replay failed: " + err.message, false);
     } finally {

@@ -37,7 +37,10 @@ Serves the HTTP intake against a Kafka cluster:
 
 While Kafka is unreachable, accepted events are fsync'd to a local spool
 (intake.spool_dir) and replayed in order when it returns; when the spool is
-full the intake answers 503 with Retry-After.`
+full the intake answers 503 with Retry-After.
+
+SIGHUP (or --watch) reloads the schema folder, the stream configuration and
+log.level without a restart.`
 
 // commonFlags are the flags every serving role shares.
 type commonFlags struct {

@@ -35,7 +35,9 @@ Kafka mode joins the consumer group (process.group) over the raw topics
 (process.inputs, each with its line format), commits offsets only after every
 output of a batch is acknowledged by all in-sync replicas, and stops
 gracefully on SIGTERM. The IP-hash key is shared by every processor through a
-compacted topic (process.ip_key_topic).
+compacted topic (process.ip_key_topic). SIGHUP (or --watch) reloads the
+schema folder, the stream configuration and log.level in place; with a
+registry, a newly registered schema is seen at once without a reload.
 
 Offline mode reads raw lines from a file or stdin and prints every output
 record as one JSON line {"topic": "...", "key": null, "value": {...}} — the

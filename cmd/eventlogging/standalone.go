@@ -34,6 +34,10 @@ Every topic keeps its records for standalone.retention (default 7 days). Data
 survives restarts. Other commands find the broker through DIR/kafka/broker.json,
 e.g.  eventlogging tail --from-beginning eventlogging_EventError
 
+SIGHUP (or a change of the files, with --watch) reloads the schema folder
+(new versions are registered), the stream configuration and log.level,
+without a restart; a broken file refuses the reload and is logged.
+
 HTTP (one port, default :8080): /beacon/event, /v1/events, /v1/streams,
 /static/eventlogging.js, /healthz, /readyz — see "eventlogging intake --help"; the schema registry
 at /registry/, the dashboard at /dashboard/, Prometheus metrics at /metrics.`

@@ -94,6 +94,7 @@ func runIntake(ctx context.Context, args []string, stderr io.Writer, log *slog.L
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	warnSkipped(c, log)
 	m := newRoleMetrics()
 	rl := newReloader(c, f.config, rt, f.watch, log)
 	p, err := newPipeline(ctx, c, log, m, rl)

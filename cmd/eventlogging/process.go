@@ -93,6 +93,7 @@ func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	warnSkipped(cfg, log)
 	if f.from != "" {
 		return processOffline(ctx, cfg, f, stdin, stdout, log)
 	}

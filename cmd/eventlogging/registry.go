@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -131,7 +132,10 @@ func importSchemas(ctx context.Context, reg *registry.Registry, dir string, log 
 	if err != nil {
 		return fmt.Errorf("registry import %s: %w", dir, err)
 	}
-	log.Info("schemas imported", "dir", dir, "stats", fmt.Sprintf("%+v", st))
+	for _, sk := range st.Skipped {
+		log.Warn("schema folder: file not loaded", "file", filepath.Join(dir, filepath.FromSlash(sk.Path)), "reason", sk.Reason)
+	}
+	log.Info("schemas imported", "dir", dir, "registered", st.Registered, "unchanged", st.Unchanged, "skipped", len(st.Skipped))
 	return nil
 }
 

@@ -187,7 +187,7 @@ func (r *reloader) reload(ctx context.Context) error {
 // checkSchemaFolder parses and compiles every schema of the folder, so a
 // broken file refuses the whole reload; it returns how many there are.
 func checkSchemaFolder(dir string) (int, error) {
-	repo, err := schemarepo.Load(dir)
+	repo, _, err := schemarepo.Load(dir)
 	if err != nil {
 		return 0, fmt.Errorf("schema folder %s: %w", dir, err)
 	}
@@ -206,6 +206,21 @@ func checkSchemaFolder(dir string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// warnSkipped logs every file of the schema folder that is not loaded, when
+// the role reads the folder itself (no registry configured).
+func warnSkipped(c config.Config, log *slog.Logger) {
+	if c.Registry.URL != "" {
+		return
+	}
+	f, err := schema.ScanFolder(c.Process.SchemasDir)
+	if err != nil {
+		return // newProcessor reports an unreadable folder
+	}
+	for _, sk := range f.Skipped {
+		log.Warn("schema folder: file not loaded", "file", filepath.Join(c.Process.SchemasDir, filepath.FromSlash(sk.Path)), "reason", sk.Reason)
+	}
 }
 
 // fingerprint summarises the watched files (names, sizes, modification

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"os"
 	"strconv"
 
@@ -144,8 +145,21 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // errFindings makes lint and compat exit 1 after printing their findings.
 var errFindings = errors.New("findings")
 
+// loadRepo reads a schema folder and warns about every file it does not
+// load, with the reason.
+func loadRepo(dir string, w io.Writer) (map[string][]schemarepo.Version, error) {
+	repo, skipped, err := schemarepo.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, sk := range skipped {
+		fmt.Fprintf(w, "warning: %s: not loaded: %s\n", filepath.Join(dir, filepath.FromSlash(sk.Path)), sk.Reason)
+	}
+	return repo, nil
+}
+
 func schemaLint(dir string, stdout io.Writer) error {
-	repo, err := schemarepo.Load(dir)
+	repo, err := loadRepo(dir, stdout)
 	if err != nil {
 		return err
 	}
@@ -177,7 +191,7 @@ func jsonText(v schemarepo.Version) (string, error) {
 }
 
 func schemaCompat(dir string, lvl compat.Level, stdout io.Writer) error {
-	repo, err := schemarepo.Load(dir)
+	repo, err := loadRepo(dir, stdout)
 	if err != nil {
 		return err
 	}
@@ -210,7 +224,7 @@ func schemaCompat(dir string, lvl compat.Level, stdout io.Writer) error {
 }
 
 func schemaPush(ctx context.Context, cl *sr.Client, dir string, stdout io.Writer) error {
-	repo, err := schemarepo.Load(dir)
+	repo, err := loadRepo(dir, stdout)
 	if err != nil {
 		return err
 	}

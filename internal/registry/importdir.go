@@ -2,22 +2,16 @@ package registry
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/schema"
-	"github.com/eventlogging/eventlogging/internal/schemarepo"
 )
 
 // ImportStats counts what [Registry.ImportDir] did.
@@ -26,6 +20,9 @@ type ImportStats struct {
 	Registered int
 	// Unchanged counts the schemas that were registered already.
 	Unchanged int
+	// Skipped lists the files of the folder that were not loaded, and
+	// why (schema.ScanFolder).
+	Skipped []schema.Skipped
 }
 
 // ImportDir registers the schemas of a schema folder, as IMPORT mode
@@ -57,31 +54,28 @@ func (r *Registry) ImportDir(ctx context.Context, dir string) (ImportStats, erro
 	if err := r.waitLeader(ctx); err != nil {
 		return stats, fmt.Errorf("registry: import %s: %w", dir, err)
 	}
-	src := schema.NewDirSource(dir)
-	ids, err := src.List()
+	folder, err := schema.ScanFolder(dir)
 	if err != nil {
 		return stats, fmt.Errorf("registry: import: %w", err)
 	}
-	for _, id := range ids {
-		file := legacyFile(dir, id)
-		raw, err := src.Fetch(ctx, id)
+	stats.Skipped = folder.Skipped
+	for _, ff := range folder.Legacy {
+		file := filepath.Join(dir, filepath.FromSlash(ff.Path))
+		raw, err := os.ReadFile(file)
 		if err != nil {
-			return stats, fmt.Errorf("registry: import %s: %w", file, err)
+			return stats, fmt.Errorf("registry: import: %w", err)
 		}
 		text, err := jsonText(raw)
 		if err != nil {
 			return stats, fmt.Errorf("registry: import %s: %w", file, err)
 		}
-		req := &schemaRequest{Schema: &text, SchemaType: typeJSON, ID: id.Revision}
-		if err := r.importOne(ctx, &stats, file, id.Name, req); err != nil {
+		req := &schemaRequest{Schema: &text, SchemaType: typeJSON, ID: ff.ID.Revision}
+		if err := r.importOne(ctx, &stats, file, ff.ID.Name, req); err != nil {
 			return stats, err
 		}
 	}
-	files, err := eventPlatformFiles(filepath.Join(dir, schema.URIDir))
-	if err != nil {
-		return stats, fmt.Errorf("registry: import: %w", err)
-	}
-	for _, f := range files {
+	for _, ff := range folder.Platform {
+		f := eventPlatformFile{path: filepath.Join(dir, filepath.FromSlash(ff.Path)), title: ff.Title, version: ff.Version}
 		raw, err := os.ReadFile(f.path)
 		if err != nil {
 			return stats, fmt.Errorf("registry: import: %w", err)
@@ -153,22 +147,13 @@ func (r *Registry) checkEventPlatformVersion(f eventPlatformFile, text string) e
 		v := subj.versions[n]
 		e := r.st.ids[v.id]
 		if e.meta != nil && e.meta.Properties["version"] == f.version && e.keyNoMeta != keyNoMeta {
-			return fmt.Errorf("registry: import %s: subject %s has version %s (version %d, id %d) with other content",
-				f.path, f.title, f.version, v.num, v.id)
+			return fmt.Errorf("registry: import %s: subject %s has version %s (version %d, id %d) with other content: "+
+				"a registered version never changes; give the edited schema a new version (e.g. the next x.y.z), "+
+				"or compare them with `eventlogging schema diff %s` (to start over in standalone, stop it and remove its data directory)",
+				f.path, f.title, f.version, v.num, v.id, f.title)
 		}
 	}
 	return nil
-}
-
-// legacyFile names the file of a legacy schema, for messages.
-func legacyFile(dir string, id schema.ID) string {
-	base := filepath.Join(dir, id.Name, strconv.FormatInt(id.Revision, 10))
-	for _, ext := range []string{".json", ".yaml", ".yml"} {
-		if _, err := os.Stat(base + ext); err == nil {
-			return base + ext
-		}
-	}
-	return base
 }
 
 // SchemaText returns a schema file's content as the JSON text the registry
@@ -198,48 +183,8 @@ func jsonText(raw []byte) (string, error) {
 	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
-// eventPlatformFile is one <title>/<version>.<ext> under jsonschema/.
+// eventPlatformFile is one Event Platform schema file of a folder.
 type eventPlatformFile struct {
 	path, title, version string
 }
 
-// eventPlatformFiles lists the schema files under root by title, then
-// version order. A missing root lists nothing; files whose path is no
-// $schema path (schema.Path) are skipped.
-func eventPlatformFiles(root string) ([]eventPlatformFile, error) {
-	var out []eventPlatformFile
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == root && errors.Is(err, fs.ErrNotExist) {
-				return fs.SkipDir
-			}
-			return err
-		}
-		ext := filepath.Ext(p)
-		if d.IsDir() || ext != ".json" && ext != ".yaml" && ext != ".yml" {
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		uri, err := schema.Path("/" + filepath.ToSlash(rel))
-		if err != nil {
-			return nil //nolint:nilerr // not a schema file: skipped, as DirSource.List skips
-		}
-		i := strings.LastIndexByte(uri, '/')
-		if i <= 0 {
-			return nil
-		}
-		out = append(out, eventPlatformFile{path: p, title: uri[1:i], version: uri[i+1:]})
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, func(a, b eventPlatformFile) int {
-		return cmp.Or(strings.Compare(a.title, b.title), schemarepo.CompareVersions(a.version, b.version), strings.Compare(a.path, b.path))
-	})
-	// One file per version: x/1.0.0.json wins over x/1.0.0.yaml.
-	return slices.CompactFunc(out, func(a, b eventPlatformFile) bool { return a.title == b.title && a.version == b.version }), nil
-}

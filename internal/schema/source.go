@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -64,37 +63,19 @@ func (d *DirSource) Fetch(ctx context.Context, id ID) ([]byte, error) {
 	return nil, fmt.Errorf("%w: no file %s.{json,yaml,yml}", ErrNotFound, base)
 }
 
-// List returns every schema version in the folder, sorted by name then
-// revision. Entries that do not look like <Name>/<revision>.<ext> with a
-// valid id and a canonical revision (no leading zeros) are skipped, so every
-// listed id can be fetched.
+// List returns every legacy schema version in the folder, sorted by name
+// then revision: those [ScanFolder] finds, so every listed id can be
+// fetched.
 func (d *DirSource) List() ([]ID, error) {
-	names, err := os.ReadDir(d.dir)
+	f, err := ScanFolder(d.dir)
 	if err != nil {
 		return nil, fmt.Errorf("schema: list %s: %w", d.dir, err)
 	}
-	var ids []ID
-	for _, n := range names {
-		if !n.IsDir() || !validName(n.Name()) {
-			continue
-		}
-		files, err := os.ReadDir(filepath.Join(d.dir, n.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("schema: list %s: %w", d.dir, err)
-		}
-		for _, f := range files {
-			if f.IsDir() || !slices.Contains(extensions, filepath.Ext(f.Name())) {
-				continue
-			}
-			id, ok := ParseIDFromPath(n.Name() + "/" + f.Name())
-			if !ok || strconv.FormatInt(id.Revision, 10)+filepath.Ext(f.Name()) != f.Name() {
-				continue
-			}
-			ids = append(ids, id)
-		}
+	ids := make([]ID, len(f.Legacy))
+	for i, ff := range f.Legacy {
+		ids[i] = ff.ID
 	}
-	slices.SortFunc(ids, compareIDs)
-	return slices.Compact(ids), nil
+	return ids, nil
 }
 
 func compareIDs(a, b ID) int {

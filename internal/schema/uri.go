@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -59,27 +58,38 @@ func Path(uri string) (string, error) {
 // legacy <Name>/<revision> files.
 const URIDir = "jsonschema"
 
-// FetchURI reads <dir>/jsonschema<path>.json (or .yaml, .yml) for a $schema
-// path.
+// FetchURI reads the schema of a $schema path from the folder, in the
+// layouts [ScanFolder] reads: <dir>/jsonschema<path> (extensionless, then
+// .json, .yaml, .yml), then, for a path ending in a version x.y.z, the
+// same under <dir> itself.
 func (d *DirSource) FetchURI(ctx context.Context, uri string) ([]byte, error) {
 	p, err := Path(uri)
 	if err != nil {
 		return nil, err
 	}
-	base := filepath.Join(d.dir, URIDir, filepath.FromSlash(p[1:]))
-	for _, ext := range extensions {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		b, err := os.ReadFile(base + ext)
-		if err == nil {
-			return b, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("%w: no file %s.{json,yaml,yml}", ErrNotFound, base)
+	rel := filepath.FromSlash(p[1:])
+	candidates := formsOf(filepath.Join(d.dir, URIDir, rel))
+	if semver.MatchString(path.Base(p)) {
+		candidates = append(candidates, formsOf(filepath.Join(d.dir, rel))...)
+	}
+	b, err := readFirst(candidates...)
+	if errors.Is(err, errNoFile) {
+		return nil, fmt.Errorf("%w: no file %s[.json|.yaml|.yml] in %s", ErrNotFound, filepath.Join(URIDir, rel), d.dir)
+	}
+	return b, err
+}
+
+// formsOf lists the files that may hold the schema at base, preferred
+// first.
+func formsOf(base string) []string {
+	out := []string{base}
+	for _, ext := range extensions {
+		out = append(out, base+ext)
+	}
+	return out
 }
 
 // uriCache holds schemas resolved by URI, positive and negative.

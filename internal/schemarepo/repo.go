@@ -1,15 +1,11 @@
 package schemarepo
 
 import (
-	"cmp"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
@@ -41,61 +37,26 @@ func (v Version) Label() string {
 
 // Load reads every schema version of the repository at dir, grouped by
 // subject, each subject's versions oldest first (revision order, or semver
-// order).
-func Load(dir string) (map[string][]Version, error) {
+// order), in the layouts schema.ScanFolder reads. It also returns the files
+// that are not loaded, with the reasons, for warnings.
+func Load(dir string) (map[string][]Version, []schema.Skipped, error) {
+	f, err := schema.ScanFolder(dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	out := map[string][]Version{}
-	ids, err := schema.NewDirSource(dir).List()
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range ids {
-		var raw []byte
-		var path string
-		for _, ext := range []string{".json", ".yaml", ".yml"} {
-			p := filepath.Join(id.Name, strconv.FormatInt(id.Revision, 10)+ext)
-			if b, err := os.ReadFile(filepath.Join(dir, p)); err == nil {
-				raw, path = b, p
-				break
-			}
-		}
-		out[id.Name] = append(out[id.Name], Version{Subject: id.Name, Revision: id.Revision, Path: path, Raw: raw})
-	}
-	root := filepath.Join(dir, schema.URIDir)
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	for _, ff := range append(f.Legacy, f.Platform...) {
+		raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ff.Path)))
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p == root {
-				return filepath.SkipDir
-			}
-			return err
+			return nil, nil, fmt.Errorf("schema repository %s: %w", dir, err)
 		}
-		ext := filepath.Ext(p)
-		if d.IsDir() || (ext != ".json" && ext != ".yaml" && ext != ".yml") {
-			return nil
+		v := Version{Subject: ff.ID.Name, Revision: ff.ID.Revision, Path: filepath.FromSlash(ff.Path), Raw: raw}
+		if ff.Title != "" {
+			v = Version{Subject: ff.Title, SemVer: ff.Version, Path: filepath.FromSlash(ff.Path), Raw: raw}
 		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(strings.TrimSuffix(rel, ext))
-		i := strings.LastIndexByte(rel, '/')
-		if i <= 0 {
-			return fmt.Errorf("%s: Event Platform schemas live at jsonschema/<title>/<version>.yaml", p)
-		}
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		relPath, _ := filepath.Rel(dir, p)
-		v := Version{Subject: rel[:i], SemVer: rel[i+1:], Path: relPath, Raw: raw}
 		out[v.Subject] = append(out[v.Subject], v)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("schema repository %s: %w", dir, err)
 	}
-	for s := range out {
-		slices.SortFunc(out[s], func(a, b Version) int {
-			return cmp.Or(cmp.Compare(a.Revision, b.Revision), CompareVersions(a.SemVer, b.SemVer))
-		})
-	}
-	return out, nil
+	return out, f.Skipped, nil
 }
 
 // Subjects returns the subject names of a loaded repository, sorted.
@@ -110,20 +71,4 @@ func Subjects(repo map[string][]Version) []string {
 
 // CompareVersions orders dotted versions numerically where both parts are
 // numbers ("1.2.10" after "1.2.9"), textually otherwise.
-func CompareVersions(a, b string) int {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(pa) && i < len(pb); i++ {
-		na, ea := strconv.Atoi(pa[i])
-		nb, eb := strconv.Atoi(pb[i])
-		if ea == nil && eb == nil {
-			if c := cmp.Compare(na, nb); c != 0 {
-				return c
-			}
-			continue
-		}
-		if c := strings.Compare(pa[i], pb[i]); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(pa), len(pb))
-}
+func CompareVersions(a, b string) int { return schema.CompareVersions(a, b) }

@@ -6,9 +6,12 @@ import (
 )
 
 func TestLoadExamples(t *testing.T) {
-	repo, err := Load("../../examples/schemas")
+	repo, skipped, err := Load("../../examples/schemas")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(skipped) != 0 {
+		t.Errorf("the examples have files that are not loaded: %+v", skipped)
 	}
 	if vs := repo["Generic"]; len(vs) != 1 || vs[0].Revision != 13 || vs[0].Label() != "Generic/13" {
 		t.Errorf("Generic: %+v", vs)

@@ -3,6 +3,7 @@ package main
 import (
 	"database/sql"
 	"encoding/json"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,18 @@ func TestQuickstart(t *testing.T) {
 		"--schemas", "../../examples/schemas", "--streams", "../../examples/streams.yaml"}
 	sa := startService(t, "standalone", nil, args...)
 	waitReady(t, base)
+
+	// The address opened in a browser leads to the dashboard.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/", nil)
+	resp, err := noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/dashboard/" {
+		t.Errorf("GET / = %d, Location %q; want 302 to /dashboard/", resp.StatusCode, resp.Header.Get("Location"))
+	}
 
 	out, err := exec.CommandContext(t.Context(), "bash", "../../examples/events.sh", base).CombinedOutput()
 	if err != nil {

@@ -19,16 +19,34 @@ import (
 	"github.com/eventlogging/eventlogging/internal/kafka"
 )
 
-const standaloneHelp = `Usage: eventlogging standalone [--data-dir DIR] [--listen ADDR] [--schemas DIR] [--config FILE]
+const standaloneHelp = `Usage: eventlogging standalone [--data-dir DIR] [--listen ADDR] [--schemas DIR] [--streams FILE] [--config FILE]
 
 Runs the whole pipeline in one process, with nothing else installed: an
 embedded Kafka-protocol broker (franz-go's kfake) persisting to the data
-directory, the HTTP intake, and a processor.
+directory, the HTTP intake, the schema registry, a processor and the SQL
+and file sinks.
+
+  eventlogging standalone --schemas examples/schemas --streams examples/streams.yaml
 
   DIR/kafka     the embedded broker's topics and consumer offsets
   DIR/spool     the intake's spool
   DIR/events.db the SQL sink (SQLite): one table per schema revision
   DIR/files     the file sink: Parquet, DIR/files/<topic>/year=/month=/day=/hour=/
+
+The schema folder (--schemas, default ./schemas) is registered in the
+registry at start and on SIGHUP. It holds legacy EventLogging schemas as
+<Name>/<revision>.json|yaml (the revision is the schema's id: events name it
+with "schema" and "revision"), and Event Platform schemas as
+jsonschema/<title>/<version>.yaml|json (or extensionless, as Wikimedia's
+schema repositories have them; also without the jsonschema/ level), named by
+events with "$schema": "/<title>/<version>". A file that is not loaded is
+logged with the reason. A registered version never changes: to change a
+schema, add a new version (or start over with a new data directory).
+
+Event Platform events ("$schema" and "meta.stream") also need their stream
+configured: --streams FILE maps each stream (or /regex/) to the schema title
+it accepts, its topic and sampling (see examples/streams.yaml); without it
+every such event is refused as "stream not configured".
 
 Every topic keeps its records for standalone.retention (default 7 days). Data
 survives restarts. Other commands find the broker through DIR/kafka/broker.json,
@@ -40,7 +58,7 @@ without a restart; a broken file refuses the reload and is logged.
 
 HTTP (one port, default :8080): /beacon/event, /v1/events, /v1/streams,
 /static/eventlogging.js, /healthz, /readyz — see "eventlogging intake --help"; the schema registry
-at /registry/, the dashboard at /dashboard/, Prometheus metrics at /metrics.`
+at /registry/, the dashboard at /dashboard/ (and /), Prometheus metrics at /metrics.`
 
 func runStandalone(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger, rt runtimeEnv) error {
 	fs := newFlagSet("standalone", standaloneHelp, stderr)
@@ -141,6 +159,8 @@ func serveAll(ctx context.Context, c config.Config, rl *reloader, log *slog.Logg
 	mux := http.NewServeMux()
 	mux.Handle("/dashboard/", http.StripPrefix("/dashboard", m.wrap("dashboard", dash)))
 	mux.Handle("GET /dashboard", http.RedirectHandler("/dashboard/", http.StatusFound))
+	// A newcomer opening the address in a browser lands on the dashboard.
+	mux.Handle("GET /{$}", http.RedirectHandler("/dashboard/", http.StatusFound))
 	mux.Handle("/registry/", http.StripPrefix("/registry", m.wrap("registry", reg.Handler())))
 	mux.Handle("GET /metrics", m.handler())
 	mux.Handle("/", m.wrap("intake", late))

@@ -46,7 +46,10 @@ Filters (a record is printed when it passes every filter given):
   --grep REGEX   the raw value matches the regular expression (RE2 syntax)
 
 tail stops after --count printed records, after --timeout, or on Ctrl-C, and
-exits with status 0 in each case.
+exits with status 0 in each case. With --from-beginning and --count but no
+--timeout, it also stops at the end of what the topics hold when they hold
+fewer matching records (and says so on stderr); add --timeout to wait for
+records still to come.
 
 Examples:
   eventlogging tail eventlogging_SearchQuery
@@ -134,10 +137,18 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Kafka:         kc,
 		Topics:        topics,
 		FromBeginning: f.fromBeginning,
-		OnStart:       func() { log.Info("tailing", "topics", topics, "from", from, "brokers", brokers) },
+		// --count without --timeout reads what the topics hold: fewer
+		// records than asked for end the read instead of waiting forever.
+		StopAtEnd: f.fromBeginning && f.count > 0 && f.timeout == 0,
+		OnStart:   func() { log.Info("tailing", "topics", topics, "from", from, "brokers", brokers) },
 	}
 	var line bytes.Buffer
 	printed := 0
+	defer func() {
+		if cfg.StopAtEnd && printed < f.count && ctx.Err() == nil {
+			fmt.Fprintf(stderr, "tail: %d of %d records: the end of the topics (add --timeout D to wait for new ones)\n", printed, f.count)
+		}
+	}()
 	return kafka.Tail(ctx, cfg, func(r kafka.Record) error {
 		if codec != nil && avrowire.IsWire(r.Value) {
 			js, err := codec.DecodeJSON(ctx, r.Value)

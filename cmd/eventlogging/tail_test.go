@@ -119,6 +119,55 @@ func TestTailCommand(t *testing.T) {
 	}
 }
 
+// TestTailCountBeyondTheEnd: --from-beginning --count N without --timeout
+// on topics holding fewer matching records prints them and stops at the
+// end, saying so, instead of waiting forever; with --timeout it waits.
+func TestTailCountBeyondTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	_, topic := embeddedTopic(t, dir)
+	for _, c := range []struct {
+		name    string
+		args    []string
+		printed int
+		note    string
+	}{
+		{"more than the topic holds", []string{"--from-beginning", "--count", "10", topic}, 6, "tail: 6 of 10 records: the end of the topics"},
+		{"more than match", []string{"--from-beginning", "--count", "5", "--schema", "Foo", topic}, 3, "tail: 3 of 5 records"},
+		{"none match", []string{"--from-beginning", "--count", "1", "--schema", "Nope", topic}, 0, "tail: 0 of 1 records"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			var stdout, stderr bytes.Buffer
+			done := make(chan int, 1)
+			go func() { done <- run(append([]string{"tail", "--data-dir", dir}, c.args...), nil, &stdout, &stderr) }()
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Fatalf("exit %d:\n%s", code, stderr.String())
+				}
+			case <-ctx.Done():
+				t.Fatal("tail --count waited beyond the end of the topic")
+			}
+			if got := strings.Count(stdout.String(), "\n"); got != c.printed {
+				t.Errorf("printed %d records, want %d:\n%s", got, c.printed, stdout.String())
+			}
+			if !strings.Contains(stderr.String(), c.note) {
+				t.Errorf("stderr lacks %q:\n%s", c.note, stderr.String())
+			}
+		})
+	}
+	// With --timeout, tail keeps waiting for records to come.
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	if code := run([]string{"tail", "--data-dir", dir, "--from-beginning", "--count", "10", "--timeout", "1s", topic}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("with --timeout 1s tail stopped after %v, at the end of the topic", took)
+	}
+}
+
 // syncBuffer is a bytes.Buffer safe for a writer and a poller.
 type syncBuffer struct {
 	mu sync.Mutex

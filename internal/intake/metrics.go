@@ -21,6 +21,9 @@ const (
 	reasonMalformed = "malformed"
 	reasonOverload  = "overload"
 	reasonInvalid   = "invalid"
+	// reasonClientGone: the client disconnected before its events were
+	// acknowledged (they may still be delivered; it was not answered).
+	reasonClientGone = "client_gone"
 )
 
 // NewMetrics registers the intake metrics with reg; w's spool and Kafka
@@ -33,7 +36,7 @@ func NewMetrics(reg prometheus.Registerer, w *Writer) *Metrics {
 		}, []string{"route"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventlogging_intake_events_rejected_total",
-			Help: "Events the intake refused, by route and reason (too_large, malformed, overload, invalid).",
+			Help: "Events the intake refused, by route and reason (too_large, malformed, overload, invalid; client_gone: the client disconnected before they were acknowledged).",
 		}, []string{"route", "reason"}),
 		canaries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventlogging_canary_sent_total",

@@ -166,8 +166,7 @@ func (s *Server) beacon(rw http.ResponseWriter, r *http.Request) {
 	}
 	line := appendRawLine(make([]byte, 0, len(q)+128), []byte(q), s.cfg.RecvFrom, s.seq.Add(1), time.Now(), s.ip(r), r.UserAgent())
 	if err := s.async(r.Context(), []kafka.Message{{Topic: s.cfg.RawTopic, Value: line}}); err != nil {
-		m.reject("beacon", reasonOverload, 1)
-		s.unavailable(rw, err)
+		s.refuse(rw, r, "beacon", 1, err)
 		return
 	}
 	rw.WriteHeader(http.StatusNoContent)
@@ -271,8 +270,7 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 	// Valid events and the EventErrors of invalid ones are acknowledged
 	// (acks=all) or spooled before the answer.
 	if err := s.w.Deliver(r.Context(), msgs); err != nil {
-		m.reject(route, reasonOverload, len(events))
-		s.unavailable(rw, err)
+		s.refuse(rw, r, route, len(events), err)
 		return
 	}
 	m.reject(route, reasonInvalid, resp.Invalid)
@@ -304,8 +302,7 @@ func (s *Server) hasty(rw http.ResponseWriter, r *http.Request, events [][]byte)
 		msgs[i] = kafka.Message{Topic: s.cfg.RawTopic, Value: appendRawLine(make([]byte, 0, len(q)+128), q, s.cfg.RecvFrom, s.seq.Add(1), now, ip, ua)}
 	}
 	if err := s.async(r.Context(), msgs); err != nil {
-		s.cfg.Metrics.reject("hasty", reasonOverload, len(events))
-		s.unavailable(rw, err)
+		s.refuse(rw, r, "hasty", len(events), err)
 		return
 	}
 	writeJSON(rw, http.StatusAccepted, map[string]int{"queued": len(events)})
@@ -361,6 +358,20 @@ func (s *Server) ready(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = io.WriteString(rw, "ready\n")
+}
+
+// refuse answers events that could not be written: 503 with Retry-After,
+// unless the client went away while they were being written (its request
+// context ended): that is no refusal and no sign of overload, only counted
+// (reason client_gone) and logged at debug level.
+func (s *Server) refuse(rw http.ResponseWriter, r *http.Request, route string, n int, err error) {
+	if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
+		s.cfg.Metrics.reject(route, reasonClientGone, n)
+		s.log.Debug("client disconnected before its events were acknowledged", "route", route, "events", n)
+		return
+	}
+	s.cfg.Metrics.reject(route, reasonOverload, n)
+	s.unavailable(rw, err)
 }
 
 func (s *Server) unavailable(rw http.ResponseWriter, err error) {

@@ -18,6 +18,12 @@ type TailConfig struct {
 	// FromBeginning reads every partition from its log start offset;
 	// false reads only records produced after Tail started.
 	FromBeginning bool
+	// StopAtEnd, with FromBeginning, stops Tail (it returns nil) once it
+	// has delivered every record up to the end offsets the topics had when
+	// it started, instead of following them: a bounded read of what they
+	// hold. (A partition whose last offsets hold transaction markers is
+	// never seen to end: bound such reads with ctx too.)
+	StopAtEnd bool
 	// OnStart, if set, is called once the start offsets are fixed, before
 	// the first record: every record produced after it returns is
 	// delivered (when not FromBeginning, nothing produced before Tail was
@@ -47,12 +53,30 @@ func Tail(ctx context.Context, cfg TailConfig, fn func(Record) error) error {
 	if fn == nil {
 		return errors.New("kafka tail: nil function")
 	}
-	offsets, err := tailOffsets(ctx, cfg)
+	offsets, ends, err := tailOffsets(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
+	}
+	// pending: partitions with records still to deliver before their end
+	// (StopAtEnd only).
+	pending := map[string]map[int32]int64{}
+	if cfg.StopAtEnd && cfg.FromBeginning {
+		for t, ps := range ends {
+			for p, end := range ps {
+				if end.end > end.start {
+					if pending[t] == nil {
+						pending[t] = map[int32]int64{}
+					}
+					pending[t][p] = end.end
+				}
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
 	}
 	cl, err := NewClient(cfg.Kafka, kgo.ConsumePartitions(offsets))
 	if err != nil {
@@ -85,35 +109,62 @@ func Tail(ctx context.Context, cfg TailConfig, fn func(Record) error) error {
 			if err != nil {
 				return err
 			}
+			if end, ok := pending[r.Topic][r.Partition]; ok && r.Offset+1 >= end {
+				delete(pending[r.Topic], r.Partition)
+				if len(pending[r.Topic]) == 0 {
+					delete(pending, r.Topic)
+				}
+				if len(pending) == 0 {
+					return nil
+				}
+			}
 		}
 	}
 }
 
-// tailOffsets lists the partitions of the topics and where to start each.
-func tailOffsets(ctx context.Context, cfg TailConfig) (map[string]map[int32]kgo.Offset, error) {
+// partitionBounds are a partition's log start and end offsets.
+type partitionBounds struct{ start, end int64 }
+
+// tailOffsets lists the partitions of the topics and where to start each,
+// and their start and end offsets now.
+func tailOffsets(ctx context.Context, cfg TailConfig) (map[string]map[int32]kgo.Offset, map[string]map[int32]partitionBounds, error) {
 	cl, err := NewClient(cfg.Kafka)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, cfg.Topics...)
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, cfg.Topics...)
 	if err != nil {
-		return nil, fmt.Errorf("kafka tail: list offsets of %v: %w", cfg.Topics, err)
+		return nil, nil, fmt.Errorf("kafka tail: list offsets of %v: %w", cfg.Topics, err)
+	}
+	var starts kadm.ListedOffsets
+	if cfg.FromBeginning && cfg.StopAtEnd {
+		if starts, err = adm.ListStartOffsets(ctx, cfg.Topics...); err != nil {
+			return nil, nil, fmt.Errorf("kafka tail: list offsets of %v: %w", cfg.Topics, err)
+		}
 	}
 	offsets := make(map[string]map[int32]kgo.Offset, len(cfg.Topics))
+	bounds := make(map[string]map[int32]partitionBounds, len(cfg.Topics))
 	for _, t := range cfg.Topics {
 		ps, ok := ends[t]
 		if !ok {
-			return nil, fmt.Errorf("kafka tail: topic %s: no partitions", t)
+			return nil, nil, fmt.Errorf("kafka tail: topic %s: no partitions", t)
 		}
 		offsets[t] = make(map[int32]kgo.Offset, len(ps))
+		bounds[t] = make(map[int32]partitionBounds, len(ps))
 		for p, lo := range ps {
 			if errors.Is(lo.Err, kerr.UnknownTopicOrPartition) {
-				return nil, fmt.Errorf("kafka tail: topic %s does not exist: %w", t, lo.Err)
+				return nil, nil, fmt.Errorf("kafka tail: topic %s does not exist: %w", t, lo.Err)
 			}
 			if lo.Err != nil {
-				return nil, fmt.Errorf("kafka tail: topic %s: %w", t, lo.Err)
+				return nil, nil, fmt.Errorf("kafka tail: topic %s: %w", t, lo.Err)
 			}
+			b := partitionBounds{end: lo.Offset}
+			if so, ok := starts.Lookup(t, p); ok && so.Err == nil {
+				b.start = so.Offset
+			}
+			bounds[t][p] = b
 			if cfg.FromBeginning {
 				offsets[t][p] = kgo.NewOffset().AtStart()
 			} else {
@@ -121,5 +172,5 @@ func tailOffsets(ctx context.Context, cfg TailConfig) (map[string]map[int32]kgo.
 			}
 		}
 	}
-	return offsets, nil
+	return offsets, bounds, nil
 }

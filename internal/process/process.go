@@ -284,6 +284,10 @@ func (p *Processor) build(ctx context.Context, fl *lineformat.Fields, c *capsule
 		val := client[k]
 		switch k {
 		case "event", "schema", "revision", "recvFrom", "seqId", "timestamp", "dt", "uuid", "userAgent", "clientIp", "topic":
+		case "clientValidated", "isTruncated":
+			// Flags of the 2013-2016 JavaScript client, dropped before
+			// validation as the original did; counted, never stored.
+			p.cfg.Metrics.legacyFlag(k)
 		case "wiki", "webHost":
 			if str, ok := val.(string); ok {
 				if k == "wiki" {
@@ -364,6 +368,16 @@ func (p *Processor) build(ctx context.Context, fl *lineformat.Fields, c *capsule
 	return r, nil
 }
 
+// secondsOf returns a client timestamp in milliseconds (13 digits, past
+// year 9999 as seconds) as Unix seconds, as the original's uuid rule reads
+// it: its first 10 digits. Others are returned as they are.
+func secondsOf(n int64) int64 {
+	if n > maxTimestamp && n < 1e13 {
+		return n / 1000 // 13 digits: the first 10
+	}
+	return n
+}
+
 // serverFields fills recvFrom, seqId, timestamp, dt, userAgent, clientIp and
 // uuid from the line and (per policy) the client capsule.
 func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, client map[string]any) *failure {
@@ -427,6 +441,11 @@ func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, clie
 		if !isInt {
 			return &failure{code: capsule.CodeValidation, message: "/timestamp: want integer", violations: []capsule.Violation{{Pointer: "/timestamp", Reason: "got " + jsonKind(v) + ", want integer"}}}
 		}
+		// A timestamp in milliseconds (the 2013 server-side clients and
+		// the original's own fixtures: 1358791834912) is read as the uuid
+		// rule reads every timestamp, by its first 10 digits; what is
+		// still out of range is refused below.
+		n = secondsOf(n)
 		// Years 1 to 9999: dt and the file sink's hour partitions need
 		// a four-digit year.
 		if n < minTimestamp || n > maxTimestamp {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -118,6 +119,15 @@ func (r *Registry) waitLeader(ctx context.Context) error {
 
 func (r *Registry) importOne(ctx context.Context, stats *ImportStats, file, subject string, req *schemaRequest) error {
 	_, created, err := r.register(ctx, subject, req, registerOpts{importing: true})
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Code == codeNotPermitted && req.ID > 0 {
+		// The id (the legacy revision) is registered with other content:
+		// the file was edited after it was registered.
+		return fmt.Errorf("registry: import %s as subject %s: %w: revision %d is registered with other content, "+
+			"and a registered version never changes; give the edited schema a new version (a new revision file, "+
+			"e.g. the next free id), or compare them with `eventlogging schema get %s` (to start over in standalone, "+
+			"stop it and remove its data directory)", file, subject, err, req.ID, subject)
+	}
 	if err != nil {
 		return fmt.Errorf("registry: import %s as subject %s: %w", file, subject, err)
 	}
@@ -187,4 +197,3 @@ func jsonText(raw []byte) (string, error) {
 type eventPlatformFile struct {
 	path, title, version string
 }
-

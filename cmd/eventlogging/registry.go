@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 

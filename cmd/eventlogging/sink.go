@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/eventlogging/eventlogging/internal/avrowire"
 	"github.com/eventlogging/eventlogging/internal/config"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/registry"
@@ -36,7 +37,9 @@ group (eventlogging-sink-sql, eventlogging-sink-files).
         an hour is closed
 
 Records a sink can never write go to sink.error_topic with the reason.
-Schemas come from registry.url, else from process.schemas_dir.`
+Schemas come from registry.url, else from process.schemas_dir. Records in
+the Avro wire format (streams with format: avro) are decoded through
+registry.url and stored as the same JSON events would be.`
 
 func runSink(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger, rt runtimeEnv) error {
 	fs := newFlagSet("sink", sinkHelp, stderr)
@@ -137,6 +140,14 @@ func startSinks(ctx context.Context, g *errgroup.Group, c config.Config, kc kafk
 	if err != nil {
 		return nil, err
 	}
+	// Avro records are decoded through the registry, as the processor
+	// encodes them; without one they are poison.
+	var codec *avrowire.Codec
+	if u := c.Registry.URL; u != "" {
+		if codec, err = avrowire.New(u, 0); err != nil {
+			return nil, err
+		}
+	}
 	prod, err := kafka.NewProducer(kafka.ProducerConfig{Kafka: kc})
 	if err != nil {
 		return nil, err
@@ -168,7 +179,11 @@ func startSinks(ctx context.Context, g *errgroup.Group, c config.Config, kc kafk
 		if err != nil {
 			return nil, errors.Join(err, closeAll())
 		}
-		w, err := sqlsink.NewWriter(db, res, sqlsink.Config{Dialect: dialect, TablePerSchema: c.Sink.TablePerSchema, Logger: log.With("component", "sqlsink")})
+		scfg := sqlsink.Config{Dialect: dialect, TablePerSchema: c.Sink.TablePerSchema, Logger: log.With("component", "sqlsink")}
+		if codec != nil {
+			scfg.Avro = codec
+		}
+		w, err := sqlsink.NewWriter(db, res, scfg)
 		if err != nil {
 			_ = db.Close()
 			return nil, errors.Join(err, closeAll())
@@ -180,14 +195,18 @@ func startSinks(ctx context.Context, g *errgroup.Group, c config.Config, kc kafk
 		log.Info("sql sink running", "dialect", dialect)
 	}
 	if c.Sink.Files != "" {
-		fsink, err := filesink.Open(filesink.Config{
+		fcfg := filesink.Config{
 			Root:       c.Sink.Files,
 			Format:     filesink.Format(c.Sink.Format),
 			MaxFileAge: c.Sink.FileMaxAge,
 			Lateness:   c.Sink.Lateness,
 			Schemas:    res,
 			Logger:     log.With("component", "filesink"),
-		})
+		}
+		if codec != nil {
+			fcfg.Avro = codec
+		}
+		fsink, err := filesink.Open(fcfg)
 		if err != nil {
 			return nil, errors.Join(err, closeAll())
 		}

@@ -1,18 +1,23 @@
 package avrowire
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
 )
 
-// fuzzSchemas are registered in this order, so their ids are 1, 2, 3 and
-// 4: a flat record, a record using every complex type, a bare primitive
-// and a JSON Schema (which DecodeJSON must refuse).
+// fuzzSchemas are registered in this order, so their ids are 1 to 5: a
+// flat record, a record using every complex type, a bare primitive, a JSON
+// Schema (which DecodeJSON must refuse) and an Event Platform event with
+// every type (the only one DecodeEvent accepts, as it has _schema).
 var fuzzSchemas = []sr.Schema{
 	{Type: sr.TypeAvro, Schema: func() string { s, _ := event20(); return s }()},
 	{Type: sr.TypeAvro, Schema: `{"type":"record","name":"Nested","fields":[
@@ -29,6 +34,7 @@ var fuzzSchemas = []sr.Schema{
 	]}`},
 	{Type: sr.TypeAvro, Schema: `"string"`},
 	{Type: sr.TypeJSON, Schema: `{"type":"object"}`},
+	{Type: sr.TypeAvro, Schema: platformAvro},
 }
 
 // newFuzzCodec is a Codec on a fake registry holding fuzzSchemas.
@@ -56,21 +62,24 @@ func newFuzzCodec(t testing.TB) *Codec {
 	return c
 }
 
-// FuzzDecodeJSON decodes arbitrary bytes as a Confluent wire-format record
-// (magic byte, schema id, Avro binary): an error or JSON, never a panic
-// and never an unbounded allocation, whatever the id or the payload claim
-// (block counts, string lengths, union branches). Records shorter than the
-// 5-byte header, with another magic byte, an unknown id or a non-Avro
-// schema are errors.
-func FuzzDecodeJSON(f *testing.F) {
+// fuzzSeeds are wire-format records for the decoding fuzz targets.
+func fuzzSeeds(f *testing.F, c *Codec) {
 	_, ev := event20()
-	c := newFuzzCodec(f)
 	valid, err := c.Encode(context.Background(), "fuzz-a", ev)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(valid)
 	f.Add(valid[:len(valid)/2])
+	v, err := capsule.Decode([]byte(platformEvent))
+	if err != nil {
+		f.Fatal(err)
+	}
+	platform, err := c.Encode(context.Background(), "fuzz-e", v.(map[string]any))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(platform)
 	wire := func(id uint32, payload ...byte) []byte {
 		b := binary.BigEndian.AppendUint32([]byte{Magic}, id)
 		return append(b, payload...)
@@ -94,6 +103,47 @@ func FuzzDecodeJSON(f *testing.F) {
 	f.Add(wire(3, 0xff, 0xff, 0xff, 0xff, 0x0f))                               // string length 2^31
 	f.Add([]byte{1, 0, 0, 0, 1})
 	f.Add([]byte{})
+}
+
+// FuzzDecodeEvent decodes arbitrary bytes as a wire-format record to the
+// event object the sinks store: an error wrapping ErrUndecodable (the
+// registry is in-process and up, so no other error), or an object that
+// capsule.AppendValue writes as JSON capsule.Decode reads back unchanged
+// (no float, time or byte value left over). Never a panic.
+func FuzzDecodeEvent(f *testing.F) {
+	c := newFuzzCodec(f)
+	fuzzSeeds(f, c)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ev, err := c.DecodeEvent(t.Context(), b)
+		if err != nil {
+			if !errors.Is(err, ErrUndecodable) || ev != nil {
+				t.Fatalf("DecodeEvent(%x) = %v, %v; want nil and ErrUndecodable", b, ev, err)
+			}
+			return
+		}
+		if id := binary.BigEndian.Uint32(b[1:5]); id != 5 {
+			t.Fatalf("DecodeEvent(%x) decoded with schema id %d: %v", b, id, ev)
+		}
+		js := capsule.AppendValue(nil, ev)
+		back, err := capsule.Decode(js)
+		if err != nil {
+			t.Fatalf("DecodeEvent(%x) = %v, written as %s: not JSON: %v", b, ev, js, err)
+		}
+		if again := capsule.AppendValue(nil, back); !bytes.Equal(again, js) {
+			t.Fatalf("DecodeEvent(%x): %s reads back as %s", b, js, again)
+		}
+	})
+}
+
+// FuzzDecodeJSON decodes arbitrary bytes as a Confluent wire-format record
+// (magic byte, schema id, Avro binary): an error or JSON, never a panic
+// and never an unbounded allocation, whatever the id or the payload claim
+// (block counts, string lengths, union branches). Records shorter than the
+// 5-byte header, with another magic byte, an unknown id or a non-Avro
+// schema are errors.
+func FuzzDecodeJSON(f *testing.F) {
+	c := newFuzzCodec(f)
+	fuzzSeeds(f, c)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		out, err := c.DecodeJSON(t.Context(), b)
 		if err != nil {
@@ -105,7 +155,7 @@ func FuzzDecodeJSON(f *testing.F) {
 		if !IsWire(b) {
 			t.Fatalf("DecodeJSON(%x) decoded a record that is not in the wire format: %s", b, out)
 		}
-		if id := binary.BigEndian.Uint32(b[1:5]); id < 1 || id > 3 {
+		if id := binary.BigEndian.Uint32(b[1:5]); id < 1 || id > 5 || id == 4 {
 			t.Fatalf("DecodeJSON(%x) decoded with schema id %d: %s", b, id, out)
 		}
 		if !json.Valid(out) {

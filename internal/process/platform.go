@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
@@ -87,7 +88,7 @@ func (p *Processor) buildPlatform(ctx context.Context, fl *lineformat.Fields, ev
 		if p.cfg.Avro == nil {
 			return route{}, labelled(name, processorFailure("stream %q is Avro but no schema registry is configured for Avro output", name))
 		}
-		value, err := p.cfg.Avro.Encode(ctx, stream.AvroSubject, ev)
+		value, err := p.encodeAvro(ctx, name, stream.AvroSubject, ev)
 		if err != nil {
 			return route{}, labelled(name, processorFailure("stream %q: %v", name, err))
 		}
@@ -98,9 +99,40 @@ func (p *Processor) buildPlatform(ctx context.Context, fl *lineformat.Fields, ev
 
 // AvroEncoder encodes a validated event with the latest Avro schema of a
 // subject, in the Confluent wire format (avrowire.Codec). Safe for
-// concurrent use.
+// concurrent use. An encoder that also has the method of
+// AvroFieldReporter (avrowire.Codec does) is used through it, so that the
+// members of the event the Avro schema has no field for are counted
+// (eventlogging_process_avro_dropped_fields_total) and named in a warning
+// at most once a minute per stream.
 type AvroEncoder interface {
 	Encode(ctx context.Context, subject string, event map[string]any) ([]byte, error)
+}
+
+// AvroFieldReporter is an AvroEncoder that also reports the members of
+// the event its encoding leaves out, as JSON pointers ("*" for array
+// elements and map values), sorted, each once.
+type AvroFieldReporter interface {
+	EncodeEvent(ctx context.Context, subject string, event map[string]any) (value []byte, dropped []string, err error)
+}
+
+// encodeAvro encodes the event of stream with the stream's Avro subject
+// and counts (and, rate-limited, logs) the members the encoding drops.
+func (p *Processor) encodeAvro(ctx context.Context, stream, subject string, ev map[string]any) ([]byte, error) {
+	r, ok := p.cfg.Avro.(AvroFieldReporter)
+	if !ok {
+		return p.cfg.Avro.Encode(ctx, subject, ev)
+	}
+	value, dropped, err := r.EncodeEvent(ctx, subject, ev)
+	if err != nil || len(dropped) == 0 {
+		return value, err
+	}
+	if p.cfg.Metrics.avroDropped(stream, len(dropped), p.cfg.Now()) {
+		// No logger is injected into the Processor: the default one,
+		// which main sets.
+		slog.Default().Warn("fields of the event are not in the stream's Avro schema and were dropped from the record",
+			"component", "process", "stream", stream, "subject", subject, "fields", dropped)
+	}
+	return value, nil
 }
 
 // invalid is a validation failure with one violation.

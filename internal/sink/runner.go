@@ -93,8 +93,10 @@ func (c *Config) batchConfig(group string) kafka.BatchConfig {
 	return kafka.BatchConfig{Kafka: c.Kafka, Group: group, Topics: c.Topics, TopicRegex: c.TopicRegex, Exclude: c.Exclude, MaxBatch: c.MaxBatch, BatchTime: c.BatchTime, Logger: c.Logger}
 }
 
-// RunSQL runs the SQL sink until ctx is done: each batch of capsules is
-// inserted (duplicates skipped row by row) before its offsets are committed.
+// RunSQL runs the SQL sink until ctx is done: each batch of capsules and
+// Event Platform events (JSON, or Avro decoded through the registry; see
+// sqlsink.Writer.Decode) is inserted (duplicates skipped row by row) before
+// its offsets are committed.
 func RunSQL(ctx context.Context, cfg Config, w *sqlsink.Writer) error {
 	cfg.defaults()
 	log := cfg.Logger.With("sink", "sql")
@@ -107,11 +109,14 @@ func RunSQL(ctx context.Context, cfg Config, w *sqlsink.Writer) error {
 		var bad []kafka.Record
 		var why []string
 		for i, r := range batch {
-			v, err := capsule.Decode(r.Value)
-			m, ok := v.(map[string]any)
-			if err != nil || !ok {
+			m, reason, err := w.Decode(ctx, r.Value)
+			if err != nil {
+				cfg.Metrics.retried("sql")
+				return err // transient (the schema registry): retried
+			}
+			if reason != "" {
 				bad = append(bad, r)
-				why = append(why, "not a JSON object (the SQL sink stores JSON capsules)")
+				why = append(why, reason)
 				continue
 			}
 			rows = append(rows, m)

@@ -55,6 +55,17 @@ type Schemas interface {
 	ResolveURI(ctx context.Context, uri string) (*schema.Schema, error)
 }
 
+// AvroDecoder decodes a record in the Confluent Avro wire format (magic
+// byte 0, 4-byte schema id, Avro binary), as the processor writes the
+// events of a stream with format avro, back to the event it encoded: the
+// JSON object (numbers as json.Number) a JSON stream would have carried.
+// *avrowire.Codec satisfies it. Safe for concurrent use; ctx bounds the
+// schema lookup. An error wrapping avrowire.ErrUndecodable means the
+// record can never be decoded (poison); any other error is transient.
+type AvroDecoder interface {
+	DecodeEvent(ctx context.Context, record []byte) (map[string]any, error)
+}
+
 // Config configures a Sink. Zero values take the documented defaults.
 type Config struct {
 	// Root is the directory the sink owns; required. Its layout is described
@@ -89,6 +100,10 @@ type Config struct {
 	// Schemas resolves event schemas; required for Parquet, unused for JSON
 	// lines.
 	Schemas Schemas
+	// Avro decodes records in the Avro wire format (Event Platform
+	// streams with format avro), which are then written exactly as the
+	// same event from a JSON stream. Nil: such records are poison.
+	Avro AvroDecoder
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for file age, idleness and closing hours; default

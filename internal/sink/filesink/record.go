@@ -3,11 +3,14 @@ package filesink
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/eventlogging/eventlogging/internal/avrowire"
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 )
@@ -38,24 +41,10 @@ func (s *Sink) place(ctx context.Context, r *kafka.Record) (placed, error) {
 		pl.reason = "topic name " + r.Topic + " is not usable as a directory of the file sink"
 		return pl, nil
 	}
-	v := bytes.TrimSpace(r.Value)
-	if len(v) == 0 {
-		pl.reason = "empty record value"
-		return pl, nil
-	}
-	if v[0] == 0 {
-		pl.reason = "not JSON: Avro wire format (magic byte 0); the file sink reads JSON topics"
-		return pl, nil
-	}
-	doc, err := capsule.Decode(v)
-	if err != nil {
-		pl.reason = "not JSON: " + err.Error()
-		return pl, nil
-	}
-	m, ok := doc.(map[string]any)
-	if !ok {
-		pl.reason = "not a JSON object"
-		return pl, nil
+	m, v, reason, err := s.decode(ctx, r.Value)
+	if err != nil || reason != "" {
+		pl.reason = reason
+		return pl, err
 	}
 	uri, platform := m["$schema"].(string)
 	dt, ok := receiveTime(m, platform)
@@ -69,8 +58,8 @@ func (s *Sink) place(ctx context.Context, r *kafka.Record) (placed, error) {
 	pl.dt = dt
 	pl.hour = dt.Truncate(time.Hour).Unix()
 	if s.cfg.Format == JSONLines {
-		if bytes.IndexByte(v, '\n') >= 0 || bytes.IndexByte(v, '\r') >= 0 {
-			pl.line = capsule.AppendValue(nil, m) // pretty-printed: make it one line
+		if v == nil || bytes.IndexByte(v, '\n') >= 0 || bytes.IndexByte(v, '\r') >= 0 {
+			pl.line = capsule.AppendValue(nil, m) // decoded from Avro, or pretty-printed: one line as the processor writes it
 		} else {
 			pl.line = v
 		}
@@ -88,6 +77,42 @@ func (s *Sink) place(ctx context.Context, r *kafka.Record) (placed, error) {
 	}
 	pl.pq, pl.tag, pl.row = pq, pq.key, row
 	return pl, nil
+}
+
+// decode reads a record value: a JSON object, or an Event Platform event
+// in the Avro wire format, decoded through Config.Avro to the object a
+// JSON stream would have carried (then line is nil: the record has no JSON
+// text of its own). A reason makes the record poison; an error is
+// transient (the schema registry could not be asked).
+func (s *Sink) decode(ctx context.Context, value []byte) (m map[string]any, line []byte, reason string, err error) {
+	// Checked before trimming: the Avro binary may end in bytes that
+	// look like white space.
+	if len(value) > 0 && value[0] == avrowire.Magic {
+		if s.cfg.Avro == nil {
+			return nil, nil, "Avro wire format (magic byte 0), but the file sink has no schema registry to decode it (registry.url)", nil
+		}
+		m, err := s.cfg.Avro.DecodeEvent(ctx, value)
+		switch {
+		case errors.Is(err, avrowire.ErrUndecodable):
+			return nil, nil, "Avro wire format: " + err.Error(), nil
+		case err != nil:
+			return nil, nil, "", fmt.Errorf("filesink: decode Avro record: %w", err)
+		}
+		return m, nil, "", nil
+	}
+	v := bytes.TrimSpace(value)
+	if len(v) == 0 {
+		return nil, nil, "empty record value", nil
+	}
+	doc, err := capsule.Decode(v)
+	if err != nil {
+		return nil, nil, "not JSON: " + err.Error(), nil
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, nil, "not a JSON object", nil
+	}
+	return m, v, "", nil
 }
 
 // receiveTime returns the receive time of an event: the capsule's "dt", or

@@ -133,6 +133,9 @@ type Config struct {
 	// Logger receives table creations, added columns and incompatible
 	// revisions. Nil: discard.
 	Logger *slog.Logger
+	// Avro decodes records in the Avro wire format (Event Platform
+	// streams with format avro) for Decode. Nil: such records are poison.
+	Avro AvroDecoder
 }
 
 // Schemas resolves the schema of a capsule or Event Platform event.

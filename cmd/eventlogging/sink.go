@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -121,6 +122,36 @@ func schemaResolver(c config.Config, m *roleMetrics) (*schema.Resolver, error) {
 	return schema.NewResolver(src, schema.ResolverConfig{NegativeTTL: c.Process.NegativeCacheTTL, Metrics: m.schemaMetrics()}), nil
 }
 
+// sinkTopics is the regular expression of the topics the sinks store:
+// sink.topics, and, while it is the default (^eventlogging_.+), also the
+// topics of the Event Platform streams configured in process.streams_file
+// (a stream without a topic of its own writes to the topic named after it,
+// which the default would miss). Streams configured as Avro are included:
+// the sinks decode them.
+func sinkTopics(c config.Config, log *slog.Logger) string {
+	re := c.Sink.Topics
+	if re != config.Default().Sink.Topics || c.Process.StreamsFile == "" {
+		return re
+	}
+	st, err := loadStreams(c.Process.StreamsFile)
+	if err != nil {
+		log.Warn("sink: the stream configuration cannot be read; storing only sink.topics", "err", err)
+		return re
+	}
+	alts := []string{re}
+	for _, s := range st.List() {
+		switch {
+		case s.Topic != "":
+			alts = append(alts, "^"+regexp.QuoteMeta(s.Topic)+"$")
+		case len(s.Name) > 2 && strings.HasPrefix(s.Name, "/") && strings.HasSuffix(s.Name, "/"):
+			alts = append(alts, "(?:"+s.Name[1:len(s.Name)-1]+")") // a /regex/ stream: its topics are its names
+		default:
+			alts = append(alts, "^"+regexp.QuoteMeta(s.Name)+"$")
+		}
+	}
+	return strings.Join(alts, "|")
+}
+
 // sqlTarget splits sink.sql into a dialect and a driver DSN.
 func sqlTarget(dsn string) (sqlsink.Dialect, string) {
 	switch {
@@ -163,7 +194,7 @@ func startSinks(ctx context.Context, g *errgroup.Group, c config.Config, kc kafk
 	}
 	base := sink.Config{
 		Kafka:      kc,
-		Topics:     []string{c.Sink.Topics},
+		Topics:     []string{sinkTopics(c, log)},
 		TopicRegex: true,
 		ErrorTopic: c.Sink.ErrorTopic,
 		MaxBatch:   c.Sink.BatchSize,

@@ -57,3 +57,13 @@ func hexUUID(name []byte) string {
 	hex.Encode(out[:], sum[:16])
 	return string(out[:])
 }
+
+// Hyphenated writes a uuid of 32 hex digits in the RFC 4122 form
+// (8-4-4-4-12), as Event Platform ids are written; anything else is
+// returned unchanged.
+func Hyphenated(u string) string {
+	if len(u) != 32 {
+		return u
+	}
+	return u[:8] + "-" + u[8:12] + "-" + u[12:16] + "-" + u[16:20] + "-" + u[20:]
+}

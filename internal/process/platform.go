@@ -52,7 +52,14 @@ func (p *Processor) buildPlatform(ctx context.Context, fl *lineformat.Fields, ev
 	if stream.SchemaTitle != "" && sch.Title() != stream.SchemaTitle {
 		return route{}, labelled(name, invalid("/$schema", fmt.Sprintf("stream %q accepts schema title %q, but %s has title %q", name, stream.SchemaTitle, uri, sch.Title())))
 	}
-	meta["id"] = c.UUID
+	// meta.id: the client's, as EventGate keeps it (so a client can
+	// de-duplicate its retries, and the schema judges it); else the
+	// event's deterministic uuid in RFC 4122 form (a replay gets the same).
+	id, fail := metaID(meta["id"], c.UUID)
+	if fail != nil {
+		return route{}, labelled(name, fail)
+	}
+	meta["id"] = id
 	meta["dt"] = c.DT
 	if sch.HasProperty("http") {
 		h, _ := ev["http"].(map[string]any)
@@ -84,6 +91,9 @@ func (p *Processor) buildPlatform(ctx context.Context, fl *lineformat.Fields, ev
 	} else if err != nil {
 		return route{}, labelled(name, invalid("", err.Error()))
 	}
+	// A valid event is known by its meta.id (what the sinks store and
+	// de-duplicate on, and the per-event answer reports).
+	c.UUID = id
 	if stream.Format == "avro" {
 		if p.cfg.Avro == nil {
 			return route{}, labelled(name, processorFailure("stream %q is Avro but no schema registry is configured for Avro output", name))
@@ -133,6 +143,28 @@ func (p *Processor) encodeAvro(ctx context.Context, stream, subject string, ev m
 			"component", "process", "stream", stream, "subject", subject, "fields", dropped)
 	}
 	return value, nil
+}
+
+// maxMetaID bounds a client's meta.id: the sinks' uuid column.
+const maxMetaID = 64
+
+// metaID returns the meta.id an Event Platform event is stored with: the
+// client's string as sent, or, when it sent none (or an empty one), the
+// event's uuid (32 hex digits) hyphenated as RFC 4122 writes it.
+func metaID(client any, uuid string) (string, *failure) {
+	switch v := client.(type) {
+	case nil:
+	case string:
+		if len(v) > maxMetaID {
+			return "", invalid("/meta/id", fmt.Sprintf("%d characters, more than the %d an event id may have", len(v), maxMetaID))
+		}
+		if v != "" {
+			return v, nil
+		}
+	default:
+		return "", invalid("/meta/id", "got "+jsonKind(v)+", want string")
+	}
+	return capsule.Hyphenated(uuid), nil
 }
 
 // invalid is a validation failure with one violation.

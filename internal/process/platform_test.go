@@ -37,9 +37,10 @@ func TestProcessEventPlatform(t *testing.T) {
 	}
 	got := decodeValue(t, outs[0].Value)
 	meta := got["meta"].(map[string]any)
-	wantUUID := capsule.UUID("intake1", 42, 1764496800)
-	if meta["id"] != wantUUID || res.UUID != wantUUID {
-		t.Errorf("meta.id %v, want %s", meta["id"], wantUUID)
+	// The client's meta.id is kept, as EventGate keeps it (the schema
+	// judges it): a client de-duplicates its retries with it.
+	if meta["id"] != "forged" || res.UUID != "forged" {
+		t.Errorf("meta.id %v (result uuid %s), want the client's %q", meta["id"], res.UUID, "forged")
 	}
 	if meta["dt"] != "2025-11-30T10:00:00Z" || got["dt"] != "2025-11-30T09:59:59Z" {
 		t.Errorf("meta.dt %v (receive time), dt %v (client time, kept)", meta["dt"], got["dt"])
@@ -50,6 +51,42 @@ func TestProcessEventPlatform(t *testing.T) {
 	}
 	if h["request_headers"].(map[string]any)["user-agent"] != "Mozilla/5.0" {
 		t.Errorf("user agent not filled: %v", h)
+	}
+}
+
+// TestMetaID: without a client meta.id the event gets its deterministic
+// uuid in RFC 4122 form (a replay gets the same); a meta.id that cannot be
+// stored is refused.
+func TestMetaID(t *testing.T) {
+	p := platformProcessor(t)
+	base := `{"$schema":"/analytics/edit_funnel/1.0.0","meta":{"stream":"analytics.edit_funnel"META},"action":"init","editor":"wikitext","session_token":"abcdefghijkl"}`
+	want := capsule.Hyphenated(capsule.UUID("intake1", 42, 1764496800))
+	if len(want) != 36 || strings.Count(want, "-") != 4 {
+		t.Fatalf("Hyphenated = %q", want)
+	}
+	for _, c := range []struct{ name, meta, id, pointer string }{
+		{"none", ``, want, ""},
+		{"empty", `,"id":""`, want, ""},
+		{"a client uuid", `,"id":"5f0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"`, "5f0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b", ""},
+		{"not a string", `,"id":7`, "", "/meta/id"},
+		{"too long", `,"id":"` + strings.Repeat("a", 65) + `"`, "", "/meta/id"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			outs, res := p.ProcessEvent(context.Background(), []byte(strings.Replace(base, "META", c.meta, 1)), testMeta, nil)
+			if c.pointer != "" {
+				if res.Valid() || len(res.Errors) != 1 || res.Errors[0].Pointer != c.pointer {
+					t.Fatalf("want a violation at %s, got %+v", c.pointer, res)
+				}
+				return
+			}
+			if !res.Valid() {
+				t.Fatalf("invalid: %+v", res)
+			}
+			got := decodeValue(t, outs[0].Value)["meta"].(map[string]any)["id"]
+			if got != c.id || res.UUID != c.id {
+				t.Errorf("meta.id %v, result uuid %s; want %s", got, res.UUID, c.id)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -117,7 +118,7 @@ func TestEventGateClients(t *testing.T) {
 	countRows(t, db, 1, `SELECT count(*) FROM "test_event_1_0_0" WHERE uuid = ?`, generated)
 	countRows(t, db, 2, `SELECT count(*) FROM "test_event_1_0_0"`)
 	countRows(t, db, 1, `SELECT count(*) FROM "Generic_13" WHERE webHost = ?`, "flags.example")
-	cols, err := tableColumns(db, "Generic_13")
+	cols, err := tableColumns(t.Context(), db, "Generic_13")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +160,8 @@ func noRedirectGet(t *testing.T, u string) (int, error) {
 }
 
 // tableColumns lists the columns of a SQLite table.
-func tableColumns(db *sql.DB, table string) ([]string, error) {
-	rows, err := db.Query(fmt.Sprintf(`SELECT name FROM pragma_table_info('%s')`, table))
+func tableColumns(ctx context.Context, db *sql.DB, table string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, fmt.Sprintf(`SELECT name FROM pragma_table_info('%s')`, table))
 	if err != nil {
 		return nil, err
 	}

@@ -343,7 +343,9 @@ func (i *Inspector) replayAndWait(ctx context.Context, raw []kafka.Message, sent
 	}
 	if err := i.prod.ProduceSync(ctx, raw); err != nil {
 		cancel()
-		<-tailed
+		if terr := <-tailed; terr != nil {
+			err = errors.Join(err, terr)
+		}
 		return nil, fmt.Errorf("replay: %w", err)
 	}
 	if err := <-tailed; err != nil && ctx.Err() == nil {

@@ -112,14 +112,14 @@ func NewStreams(list []Stream) (*Streams, error) {
 }
 
 // Lookup returns the configuration of stream name, with Topic filled in.
-func (sts *Streams) Lookup(name string) (Stream, bool) {
-	st := sts.table()
-	if st == nil {
+func (st *Streams) Lookup(name string) (Stream, bool) {
+	t := st.table()
+	if t == nil {
 		return Stream{}, false
 	}
-	s, ok := st.exact[name]
+	s, ok := t.exact[name]
 	if !ok {
-		for _, p := range st.patterns {
+		for _, p := range t.patterns {
 			if p.re.MatchString(name) {
 				s, ok = p.s, true
 				break
@@ -164,17 +164,17 @@ func ParseStreams(data []byte) (*Streams, error) {
 
 // List returns the configured streams, exact names first, for clients that
 // fetch the stream configuration.
-func (sts *Streams) List() []Stream {
-	st := sts.table()
-	if st == nil {
+func (st *Streams) List() []Stream {
+	t := st.table()
+	if t == nil {
 		return nil
 	}
-	out := make([]Stream, 0, len(st.exact)+len(st.patterns))
-	for _, s := range st.exact {
+	out := make([]Stream, 0, len(t.exact)+len(t.patterns))
+	for _, s := range t.exact {
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b Stream) int { return strings.Compare(a.Name, b.Name) })
-	for _, p := range st.patterns {
+	for _, p := range t.patterns {
 		out = append(out, p.s)
 	}
 	return out

@@ -3,7 +3,6 @@ package main
 import (
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -16,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -307,51 +305,9 @@ func avroSQLRows(t *testing.T, db *sql.DB, table string) (map[string]map[string]
 func avroParquetRows(t *testing.T, dir string) map[string]map[string]any {
 	t.Helper()
 	out := map[string]map[string]any{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() || !strings.HasSuffix(p, ".parquet") {
-			return nil
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		pf, err := parquet.OpenFile(f, st.Size())
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		r := parquet.NewGenericReader[map[string]any](f, pf.Schema())
-		defer r.Close()
-		for {
-			rows := make([]map[string]any, 16)
-			for i := range rows {
-				rows[i] = map[string]any{}
-			}
-			n, err := r.Read(rows)
-			for _, row := range rows[:n] {
-				tok, _ := row["session_token"].(string)
-				out[tok] = row
-			}
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", p, err)
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, row := range parquetRows(t, dir) {
+		tok, _ := row["session_token"].(string)
+		out[tok] = row
 	}
 	return out
 }

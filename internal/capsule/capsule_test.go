@@ -13,13 +13,14 @@ import (
 	"github.com/google/uuid"
 )
 
-// loadReference decodes one file of ../shared/reference/eventlogging.
+// loadReference decodes one file of testdata/reference/eventlogging (the
+// original implementation's vectors, copied into the repository).
 func loadReference(t *testing.T, name string, v any) {
 	t.Helper()
-	p := filepath.Join("..", "..", "..", "shared", "reference", "eventlogging", name)
+	p := filepath.Join("..", "..", "testdata", "reference", "eventlogging", name)
 	data, err := os.ReadFile(p)
 	if err != nil {
-		t.Fatalf("reference vectors missing (the repo must sit next to shared/): %v", err)
+		t.Fatalf("reference vectors missing (testdata/reference/eventlogging at the repository root): %v", err)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("decode %s: %v", p, err)

@@ -12,14 +12,14 @@ import (
 	"testing"
 )
 
-const referenceFile = "../../../shared/reference/eventlogging/ip_hash.json"
+const referenceFile = "../../testdata/reference/eventlogging/ip_hash.json"
 
 // TestReferenceVectors reproduces the original EventLogging's HMAC-SHA1
 // client-IP hashes from the vectors taken from its Python test suite.
 func TestReferenceVectors(t *testing.T) {
 	raw, err := os.ReadFile(referenceFile)
 	if err != nil {
-		t.Fatalf("reference vectors missing: %v (expected at %s, i.e. /work/shared/reference/eventlogging/ip_hash.json)", err, referenceFile)
+		t.Fatalf("reference vectors missing: %v (expected at %s)", err, referenceFile)
 	}
 	var ref struct {
 		Cases []struct {

@@ -16,8 +16,8 @@ import (
 )
 
 // referenceDir holds the test vectors taken from the original Python
-// EventLogging; the repository is checked out next to shared/.
-const referenceDir = "../../../shared/reference/eventlogging"
+// EventLogging, copied into testdata/reference at the repository root.
+const referenceDir = "../../testdata/reference/eventlogging"
 
 type parserVectors struct {
 	IPHashKeyHex string `json:"ip_hash_key_hex"`
@@ -40,7 +40,7 @@ func loadReference(tb testing.TB, name string, v any) {
 	path := filepath.Join(referenceDir, name)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		tb.Fatalf("reference vectors missing: %v (the repository must be checked out next to shared/, which holds reference/eventlogging/%s)", err, name)
+		tb.Fatalf("reference vectors missing: %v (testdata/reference/eventlogging/%s at the repository root)", err, name)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		tb.Fatalf("%s: %v", path, err)

@@ -40,10 +40,10 @@ type parserRef struct {
 
 func loadReference(t testing.TB, name string, v any) {
 	t.Helper()
-	p := filepath.Join("..", "..", "..", "shared", "reference", "eventlogging", name)
+	p := filepath.Join("..", "..", "testdata", "reference", "eventlogging", name)
 	data, err := os.ReadFile(p)
 	if err != nil {
-		t.Fatalf("reference vectors missing (the repo must sit next to shared/): %v", err)
+		t.Fatalf("reference vectors missing (testdata/reference/eventlogging at the repository root): %v", err)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("decode %s: %v", p, err)

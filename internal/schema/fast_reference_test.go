@@ -13,7 +13,7 @@ import (
 // 2,000 mutations of each, get the same answer from the fast path and from
 // the jsonschema library, against the example schemas they name.
 func TestFastPathAgreesOnReferenceVectors(t *testing.T) {
-	ref := filepath.Join("..", "..", "..", "shared", "reference", "eventlogging")
+	ref := filepath.Join("..", "..", "testdata", "reference", "eventlogging")
 	type capsule struct {
 		Schema   string         `json:"schema"`
 		Revision int64          `json:"revision"`

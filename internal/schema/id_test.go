@@ -10,7 +10,7 @@ import (
 )
 
 // referenceFile is the test vectors from the original Python EventLogging.
-var referenceFile = filepath.Join("..", "..", "..", "shared", "reference", "eventlogging", "misc.json")
+var referenceFile = filepath.Join("..", "..", "testdata", "reference", "eventlogging", "misc.json")
 
 type miscVectors struct {
 	ScidFromURI []struct {

@@ -175,12 +175,12 @@ func TestQuote(t *testing.T) {
 }
 
 // TestReferenceFlatten checks the column names against the original's
-// utils.flatten of a capsule (shared/reference/eventlogging/misc.json): the
+// utils.flatten of a capsule (testdata/reference/eventlogging/misc.json): the
 // event's nested fields and the capsule fields get the same names.
 func TestReferenceFlatten(t *testing.T) {
-	raw, err := os.ReadFile("../../../../shared/reference/eventlogging/misc.json")
+	raw, err := os.ReadFile("../../../testdata/reference/eventlogging/misc.json")
 	if err != nil {
-		t.Fatalf("reference vectors missing: %v (expected /work/shared/reference/eventlogging/misc.json)", err)
+		t.Fatalf("reference vectors missing: %v (expected testdata/reference/eventlogging/misc.json at the repository root)", err)
 	}
 	var ref struct {
 		Flatten []struct {

@@ -170,7 +170,7 @@ func newPipeline(ctx context.Context, c config.Config, log *slog.Logger, m *role
 		return nil, err
 	}
 	p.rot, p.store = rot, store
-	if p.proc, p.res, err = newProcessor(c, hasher, m, rl); err != nil {
+	if p.proc, p.res, err = newProcessor(c, hasher, m, rl, log.With("component", "process")); err != nil {
 		return nil, err
 	}
 	if p.queue, err = spool.Open(c.Intake.SpoolDir, spool.Config{MaxBytes: c.Intake.SpoolMaxBytes, Logger: log}); err != nil {

@@ -163,7 +163,7 @@ func loadStreams(path string) (*process.Streams, error) {
 // registers its schema cache and stream configuration with rl (nil: no
 // reloads) for live reloads. It returns the schema cache too, for
 // watchRegistry.
-func newProcessor(c config.Config, hasher process.IPHasher, m *roleMetrics, rl *reloader) (*process.Processor, *schema.Resolver, error) {
+func newProcessor(c config.Config, hasher process.IPHasher, m *roleMetrics, rl *reloader, log *slog.Logger) (*process.Processor, *schema.Resolver, error) {
 	p := c.Process
 	policy, err := process.ParseIPPolicy(p.IP)
 	if err != nil {
@@ -205,6 +205,7 @@ func newProcessor(c config.Config, hasher process.IPHasher, m *roleMetrics, rl *
 		Streams:                  streams,
 		Avro:                     avro,
 		Metrics:                  m.processMetrics(),
+		Logger:                   log,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -239,7 +240,7 @@ func processOffline(ctx context.Context, c config.Config, f processFlags, stdin 
 			log.Warn("offline: no --ip-hash-key-hex, hashing client IPs with a random key; hashes differ from run to run")
 		}
 	}
-	proc, _, err := newProcessor(c, iphash.NewHasher(alg, key), nil, nil)
+	proc, _, err := newProcessor(c, iphash.NewHasher(alg, key), nil, nil, log)
 	if err != nil {
 		return err
 	}
@@ -348,7 +349,7 @@ func processKafka(ctx context.Context, c config.Config, rl *reloader, log *slog.
 	if store != nil {
 		defer store.Close()
 	}
-	proc, res, err := newProcessor(c, hasher, m, rl)
+	proc, res, err := newProcessor(c, hasher, m, rl, log)
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func New(cfg Config) (*Inspector, error) {
 		cfg.RecentErrors = DefaultRecentErrors
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	admin, err := kafka.NewAdmin(cfg.Kafka)
 	if err != nil {

@@ -50,7 +50,7 @@ type Config struct {
 	AckAfterKafka bool
 	// RetryAfter is sent with 503 answers; default 30s.
 	RetryAfter time.Duration
-	// Logger; default slog.Default().
+	// Logger; nil discards.
 	Logger *slog.Logger
 	// Metrics counts received and refused events; nil counts nothing.
 	Metrics *Metrics
@@ -115,7 +115,7 @@ func NewServer(w *Writer, val Validator, streams Streams, cfg Config) (*Server, 
 		cfg.RetryAfter = 30 * time.Second
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, w: w, val: val, streams: streams, log: cfg.Logger, mux: http.NewServeMux(), refusal: logThrottle{every: 10 * time.Second}}
 	for _, p := range []string{"/beacon/event", "/beacon/event.gif", "/event.gif"} {

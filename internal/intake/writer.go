@@ -81,7 +81,7 @@ func NewWriter(prod Producer, q *spool.Queue, cfg WriterConfig) *Writer {
 		cfg.ReplayBatch = 1000
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Writer{prod: prod, spool: q, cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}
 	if q.Len() > 0 {

@@ -36,7 +36,7 @@ type BatchConfig struct {
 	// sink, overrides the group's committed ones). Partitions it leaves out
 	// resume from the committed offset.
 	StartOffsets func(ctx context.Context, assigned map[string][]int32) (map[string]map[int32]int64, error)
-	// Logger; default slog.Default().
+	// Logger; nil discards.
 	Logger *slog.Logger
 }
 
@@ -69,7 +69,7 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 		cfg.SessionTimeout = 10 * time.Second
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.TopicRegex {
 		for _, t := range cfg.Topics {

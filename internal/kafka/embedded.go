@@ -50,8 +50,7 @@ type EmbeddedConfig struct {
 	// power. On, every acknowledged record is on disk, at a large cost in
 	// produce throughput (one fsync per batch).
 	SyncWrites bool
-	// Logger receives the broker's warnings and errors; default
-	// slog.Default().
+	// Logger receives the broker's warnings and errors; nil discards.
 	Logger *slog.Logger
 }
 
@@ -129,7 +128,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "embedded-broker")
 

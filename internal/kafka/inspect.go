@@ -149,7 +149,7 @@ func RunLagMonitor(ctx context.Context, cfg LagMonitorConfig) error {
 		cfg.Interval = 15 * time.Second
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	a, err := NewAdmin(cfg.Kafka)
 	if err != nil {

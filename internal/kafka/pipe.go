@@ -99,7 +99,7 @@ type PipeConfig struct {
 	OutputTopics TopicDefaults
 	// CreateOutputTopics turns on the creation above.
 	CreateOutputTopics bool
-	// Logger; default slog.Default().
+	// Logger; nil discards.
 	Logger *slog.Logger
 	// OnBatch, if set, is called after each committed batch (for metrics and tests).
 	OnBatch func(consumed, produced int)
@@ -138,7 +138,7 @@ func NewPipe(cfg PipeConfig, tf Transform) (*Pipe, error) {
 		cfg.SessionTimeout = 10 * time.Second
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Pipe{cfg: cfg, tf: tf}, nil
 }

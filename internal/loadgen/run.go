@@ -84,7 +84,7 @@ type Config struct {
 	// Seed makes the generated values reproducible (not their order across
 	// clients); 0 picks one at random.
 	Seed uint64
-	// Logger; default slog.Default().
+	// Logger; nil discards.
 	Logger *slog.Logger
 	// Notes are added to the report (e.g. the generator's).
 	Notes []string
@@ -114,7 +114,7 @@ func (c *Config) check() error {
 		c.RequestTimeout = 30 * time.Second
 	}
 	if c.Logger == nil {
-		c.Logger = slog.Default()
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Seed == 0 {
 		c.Seed = mrand.Uint64()

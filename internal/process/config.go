@@ -2,6 +2,7 @@ package process
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"regexp"
 	"strings"
@@ -85,6 +86,9 @@ type Config struct {
 	Avro AvroEncoder
 	// Now is the clock, for tests; default time.Now.
 	Now func() time.Time
+	// Logger receives the processor's rare warnings (fields an Avro
+	// schema drops); nil discards.
+	Logger *slog.Logger
 }
 
 func (c *Config) setDefaults() error {
@@ -115,6 +119,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	for _, t := range []string{c.MixedTopic, c.ErrorTopic, c.ReplayTopic} {
 		if t != "" && !capsule.ValidTopicName(t) {

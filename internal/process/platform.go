@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
@@ -137,9 +136,7 @@ func (p *Processor) encodeAvro(ctx context.Context, stream, subject string, ev m
 		return value, err
 	}
 	if p.cfg.Metrics.avroDropped(stream, len(dropped), p.cfg.Now()) {
-		// No logger is injected into the Processor: the default one,
-		// which main sets.
-		slog.Default().Warn("fields of the event are not in the stream's Avro schema and were dropped from the record",
+		p.cfg.Logger.Warn("fields of the event are not in the stream's Avro schema and were dropped from the record",
 			"component", "process", "stream", stream, "subject", subject, "fields", dropped)
 	}
 	return value, nil

@@ -56,7 +56,7 @@ type Config struct {
 	// DragonFly) there is no check.
 	MinFreeBytes int64
 	// Logger receives warnings (a torn tail dropped at Open, a file that
-	// could not be deleted). Nil means slog.Default().
+	// could not be deleted). Nil discards.
 	Logger *slog.Logger
 }
 
@@ -142,7 +142,7 @@ func Open(dir string, cfg Config) (*Queue, error) {
 		cfg.SegmentBytes = DefaultSegmentBytes
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)

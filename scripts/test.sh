@@ -98,6 +98,11 @@ export EVENTLOGGING_MYSQL_DSN EVENTLOGGING_POSTGRES_DSN
 
 # 5. Build, lint, test. The last lines are go test's summary.
 go build ./...
+# go.mod and go.sum say exactly what the code imports.
+if ! go mod tidy -diff; then
+	log "go.mod/go.sum are not tidy: run go mod tidy"
+	exit 1
+fi
 go vet ./...
 golangci-lint run ./...
 # Every fuzz target for a few seconds (their seed corpora also run in the

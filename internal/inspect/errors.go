@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
-	"github.com/eventlogging/eventlogging/internal/intake"
+	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 )
 
@@ -372,7 +372,7 @@ func (i *Inspector) rawRecord(e errorEntry) kafka.Message {
 	if e.ec.SeqID != nil {
 		seq = *e.ec.SeqID
 	}
-	line := intake.RawLine([]byte(ev.RawEvent), e.ec.RecvFrom, seq, time.Unix(e.ec.Timestamp, 0), "", e.ec.UserAgent)
+	line := lineformat.RawLine([]byte(ev.RawEvent), e.ec.RecvFrom, seq, time.Unix(e.ec.Timestamp, 0), "", e.ec.UserAgent)
 	return kafka.Message{Topic: i.cfg.RawTopics[0], Value: line}
 }
 

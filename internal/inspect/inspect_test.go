@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
-	"github.com/eventlogging/eventlogging/internal/intake"
+	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 )
 
@@ -134,7 +134,7 @@ func fixture() (truncated, other, rawPath, post testError) {
 	// The raw path: a beacon the intake wrote to raw-b, as the processor
 	// reports it (Source set, RawEvent the raw line).
 	nav := `{"event":{"responseStart":"slow","loadEventEnd":950},"revision":7,"schema":"NavigationTiming","webHost":"en.wikipedia.org","wiki":"enwiki"}`
-	line := string(intake.RawLine([]byte(nav), "intake1", 42, base.Add(3*time.Second), "", "Mozilla/5.0"))
+	line := string(lineformat.RawLine([]byte(nav), "intake1", 42, base.Add(3*time.Second), "", "Mozilla/5.0"))
 	rawPath = testError{
 		ec: errorCapsule(3, seq(42), capsule.EventError{
 			RawEvent: line, Message: "/event/responseStart: expected integer, but got string", Code: capsule.CodeValidation,
@@ -152,13 +152,13 @@ func fixture() (truncated, other, rawPath, post testError) {
 			Schema: "NavigationTiming", Revision: 7, Errors: violations,
 		}),
 		event: postEvent,
-		raw:   string(intake.RawLine([]byte(postEvent), "intake1", 43, base.Add(4*time.Second), "", "Mozilla/5.0")),
+		raw:   string(lineformat.RawLine([]byte(postEvent), "intake1", 43, base.Add(4*time.Second), "", "Mozilla/5.0")),
 		topic: rawA,
 	}
 
 	// Cut to size by the processor: cannot be replayed.
 	big := `{"event":{"responseStart":"` + strings.Repeat("x", 200) + `"},"revision":7,"schema":"NavigationTiming"}`
-	bigLine := string(intake.RawLine([]byte(big), "intake1", 40, base.Add(time.Second), "", "Mozilla/5.0"))
+	bigLine := string(lineformat.RawLine([]byte(big), "intake1", 40, base.Add(time.Second), "", "Mozilla/5.0"))
 	truncated = testError{
 		ec: errorCapsule(1, seq(40), capsule.EventError{
 			RawEvent: bigLine[:64], RawEventBytes: len(bigLine), Message: "/event/responseStart: expected integer", Code: capsule.CodeValidation,
@@ -169,7 +169,7 @@ func fixture() (truncated, other, rawPath, post testError) {
 
 	// Another schema, unknown to the registry, from the raw path.
 	search := `{"event":{},"revision":99,"schema":"SearchQuery"}`
-	searchLine := string(intake.RawLine([]byte(search), "intake1", 41, base.Add(2*time.Second), "", "Mozilla/5.0"))
+	searchLine := string(lineformat.RawLine([]byte(search), "intake1", 41, base.Add(2*time.Second), "", "Mozilla/5.0"))
 	other = testError{
 		ec: errorCapsule(2, seq(41), capsule.EventError{
 			RawEvent: searchLine, Message: "schema SearchQuery revision 99: not found", Code: capsule.CodeProcessor,

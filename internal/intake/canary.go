@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/lineformat"
 )
 
 // canaryEvent is one prepared canary: its stream and its query-escaped JSON.
@@ -44,7 +45,7 @@ func prepareCanaries(events []map[string]any) ([]canaryEvent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("canary event %d: %w", i, err)
 		}
-		out = append(out, canaryEvent{stream: stream, query: appendQueryEscape(nil, b)})
+		out = append(out, canaryEvent{stream: stream, query: lineformat.AppendQueryEscape(nil, b)})
 	}
 	return out, nil
 }
@@ -66,7 +67,7 @@ func (s *Server) RunCanaries(ctx context.Context, interval time.Duration, events
 	for {
 		now := time.Now()
 		for _, c := range canaries {
-			line := appendRawLine(make([]byte, 0, len(c.query)+128), c.query, s.cfg.RecvFrom, s.seq.Add(1), now, "", "eventlogging-canary")
+			line := lineformat.AppendRawLine(make([]byte, 0, len(c.query)+128), c.query, s.cfg.RecvFrom, s.seq.Add(1), now, "", "eventlogging-canary")
 			if err := s.w.Enqueue([]kafka.Message{{Topic: s.cfg.RawTopic, Value: line}}); err != nil {
 				s.log.Warn("canary not sent", "stream", c.stream, "err", err)
 				continue

@@ -19,6 +19,7 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/process"
 )
 
@@ -164,7 +165,7 @@ func (s *Server) beacon(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusBadRequest, "empty beacon: send /beacon/event?<url-encoded JSON>;")
 		return
 	}
-	line := appendRawLine(make([]byte, 0, len(q)+128), []byte(q), s.cfg.RecvFrom, s.seq.Add(1), time.Now(), s.ip(r), r.UserAgent())
+	line := lineformat.AppendRawLine(make([]byte, 0, len(q)+128), []byte(q), s.cfg.RecvFrom, s.seq.Add(1), time.Now(), s.ip(r), r.UserAgent())
 	if err := s.async(r.Context(), []kafka.Message{{Topic: s.cfg.RawTopic, Value: line}}); err != nil {
 		s.refuse(rw, r, "beacon", 1, err)
 		return
@@ -298,8 +299,8 @@ func (s *Server) hasty(rw http.ResponseWriter, r *http.Request, events [][]byte)
 	now, ip, ua := time.Now(), s.ip(r), r.UserAgent()
 	msgs := make([]kafka.Message, len(events))
 	for i, ev := range events {
-		q := appendQueryEscape(make([]byte, 0, len(ev)*2), ev)
-		msgs[i] = kafka.Message{Topic: s.cfg.RawTopic, Value: appendRawLine(make([]byte, 0, len(q)+128), q, s.cfg.RecvFrom, s.seq.Add(1), now, ip, ua)}
+		q := lineformat.AppendQueryEscape(make([]byte, 0, len(ev)*2), ev)
+		msgs[i] = kafka.Message{Topic: s.cfg.RawTopic, Value: lineformat.AppendRawLine(make([]byte, 0, len(q)+128), q, s.cfg.RecvFrom, s.seq.Add(1), now, ip, ua)}
 	}
 	if err := s.async(r.Context(), msgs); err != nil {
 		s.refuse(rw, r, "hasty", len(events), err)

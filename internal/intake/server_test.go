@@ -133,7 +133,7 @@ func TestBeaconWritesRawRecord(t *testing.T) {
 	rec := ti.consume(t, capsule.TopicClientSide, 1)[0]
 	// The raw record is a line the processor's default format parses, and
 	// processing it gives the capsule.
-	f, err := lineformat.Compile(RawFormat)
+	f, err := lineformat.Compile(lineformat.RawFormat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestPostHasty(t *testing.T) {
 		t.Fatalf("status %d: %s", status, body)
 	}
 	recs := ti.consume(t, capsule.TopicClientSide, 2)
-	f, _ := lineformat.Compile(RawFormat)
+	f, _ := lineformat.Compile(lineformat.RawFormat)
 	for _, r := range recs {
 		outs := ti.proc.Process(t.Context(), f, r.Value, nil, nil)
 		if outs[0].Topic != "eventlogging_Generic" {
@@ -347,7 +347,7 @@ func TestClientIPTrustedProxies(t *testing.T) {
 func TestQueryEscapeMatchesBrowser(t *testing.T) {
 	// The beacon reference: encodeURIComponent(JSON.stringify(capsule)).
 	want := "%7B%22event%22%3A%7B%22articleId%22%3A1%2C%22articleTitle%22%3A%22H%C3%A9ctor%20Elizondo%22%7D%7D"
-	if got := string(appendQueryEscape(nil, []byte(`{"event":{"articleId":1,"articleTitle":"Héctor Elizondo"}}`))); got != want {
+	if got := string(lineformat.AppendQueryEscape(nil, []byte(`{"event":{"articleId":1,"articleTitle":"Héctor Elizondo"}}`))); got != want {
 		t.Errorf("got %s", got)
 	}
 }

@@ -1,4 +1,4 @@
-package intake
+package lineformat
 
 import (
 	"strconv"
@@ -7,13 +7,14 @@ import (
 
 // RawFormat is the line format of the raw records the intake writes: the
 // varnishkafka TSV layout, so Varnish deployments and the intake feed the
-// same processor configuration.
+// same processor configuration. The encoder below writes it; Compile and
+// Parse read it.
 const RawFormat = "%q %{recvFrom}s %{seqId}d %t %h %{userAgent}i"
 
-// appendRawLine appends one raw record:
+// AppendRawLine appends one raw record in RawFormat:
 // "?<query>;\t<recvFrom>\t<seqId>\t<YYYY-MM-DDTHH:MM:SS>\t<ip or ->\t<user agent or ->".
 // query is the url-encoded capsule without the leading '?'.
-func appendRawLine(b []byte, query []byte, recvFrom string, seq int64, t time.Time, ip, ua string) []byte {
+func AppendRawLine(b []byte, query []byte, recvFrom string, seq int64, t time.Time, ip, ua string) []byte {
 	b = append(b, '?')
 	b = append(b, query...)
 	if len(query) == 0 || query[len(query)-1] != ';' {
@@ -53,9 +54,9 @@ func appendField(b []byte, s string) []byte {
 
 const upperHex = "0123456789ABCDEF"
 
-// appendQueryEscape percent-encodes s like JavaScript's encodeURIComponent
+// AppendQueryEscape percent-encodes s like JavaScript's encodeURIComponent
 // (what the browser client does): everything but A-Z a-z 0-9 - _ . ! ~ * ' ( ).
-func appendQueryEscape(b, s []byte) []byte {
+func AppendQueryEscape(b, s []byte) []byte {
 	for _, c := range s {
 		if ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9') {
 			b = append(b, c)
@@ -71,11 +72,11 @@ func appendQueryEscape(b, s []byte) []byte {
 	return b
 }
 
-// RawLine is the raw record the intake writes for a JSON event received at
+// RawLine is the raw record an intake writes for a JSON event received at
 // t: the event query-escaped like a beacon, then the intake's fields in
 // the default raw format. Replays of EventErrors from the synchronous POST
 // path use it, so a replayed event gets the uuid it would have had.
 func RawLine(event []byte, recvFrom string, seq int64, t time.Time, ip, ua string) []byte {
-	q := appendQueryEscape(make([]byte, 0, len(event)*2), event)
-	return appendRawLine(make([]byte, 0, len(q)+128), q, recvFrom, seq, t, ip, ua)
+	q := AppendQueryEscape(make([]byte, 0, len(event)*2), event)
+	return AppendRawLine(make([]byte, 0, len(q)+128), q, recvFrom, seq, t, ip, ua)
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
-	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/lineformat"
 )
 
 // ErrNotFound is wrapped by errors for a schema, topic or record that does

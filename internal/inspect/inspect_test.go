@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
-	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/lineformat"
 )
 
 // Raw topics of the test inspector: POST-path errors are replayed to the

@@ -3,7 +3,6 @@ package intake
 import (
 	"net/http"
 	"testing"
-
 )
 
 // FuzzSplitBody: any POST body gets a status or a list of events, never a
@@ -28,4 +27,3 @@ func FuzzSplitBody(f *testing.F) {
 		}
 	})
 }
-

@@ -264,13 +264,9 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 		}
 		resp.Events[i] = er
 	}
-	msgs := make([]kafka.Message, len(outs))
-	for i, o := range outs {
-		msgs[i] = kafka.Message{Topic: o.Topic, Value: o.Value}
-	}
 	// Valid events and the EventErrors of invalid ones are acknowledged
 	// (acks=all) or spooled before the answer.
-	if err := s.w.Deliver(r.Context(), msgs); err != nil {
+	if err := s.w.Deliver(r.Context(), outs); err != nil {
 		s.refuse(rw, r, route, len(events), err)
 		return
 	}

@@ -207,10 +207,9 @@ func (w *Writer) toSpool(msgs []kafka.Message) error {
 // aside when they entered the producer buffer (a delivery failure);
 // otherwise they may use only the room nobody has set aside.
 func (w *Writer) appendSpool(msgs []kafka.Message, reserved bool) error {
-	recs := make([]spool.Record, len(msgs))
+	recs := msgs // the spool takes the same records
 	var size int64
-	for i, m := range msgs {
-		recs[i] = spool.Record{Topic: m.Topic, Value: m.Value}
+	for _, m := range msgs {
 		size += spool.FrameSize(len(m.Topic), len(m.Value))
 	}
 	w.mu.Lock()

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventlogging/eventlogging/internal/record"
 )
 
 // Record is one consumed record.
@@ -25,10 +27,7 @@ type Record struct {
 }
 
 // Header is one record header.
-type Header struct {
-	Key   string
-	Value []byte
-}
+type Header = record.Header
 
 // HeaderValue returns the value of the first header named key.
 func (r *Record) HeaderValue(key string) ([]byte, bool) {
@@ -64,15 +63,10 @@ func kgoRecord(m Message) *kgo.Record {
 	return r
 }
 
-// Message is one record to produce. Leaders are looked up per partition from
-// metadata by the client; nothing here names a broker.
-type Message struct {
-	Topic string
-	Key   []byte
-	Value []byte
-	// Headers, if any, are produced with the record.
-	Headers []Header
-}
+// Message is one record to produce (the pipeline's one record shape).
+// Leaders are looked up per partition from metadata by the client; nothing
+// here names a broker.
+type Message = record.Message
 
 // Transform turns consumed records into messages to produce. It is called
 // concurrently on disjoint, contiguous slices of a poll's records (each

@@ -31,18 +31,16 @@ func (p *Processor) Transform(inputs []Input) (kafka.Transform, error) {
 		}
 		formats[in.Topic] = in.Format
 	}
+	// Outputs are kafka.Messages: the processor appends them to out as
+	// they are.
 	return func(ctx context.Context, recs []kafka.Record, out []kafka.Message) []kafka.Message {
-		var buf []Output
 		for i := range recs {
 			r := &recs[i]
 			src := &capsule.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 			if of, ok := r.HeaderValue(capsule.HeaderReplayOf); ok {
-				buf = p.processReplay(ctx, formats[r.Topic], r.Value, src, string(of), buf[:0])
+				out = p.processReplay(ctx, formats[r.Topic], r.Value, src, string(of), out)
 			} else {
-				buf = p.Process(ctx, formats[r.Topic], r.Value, src, buf[:0])
-			}
-			for _, o := range buf {
-				out = append(out, kafka.Message{Topic: o.Topic, Key: o.Key, Value: o.Value})
+				out = p.Process(ctx, formats[r.Topic], r.Value, src, out)
 			}
 		}
 		return out

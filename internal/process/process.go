@@ -17,6 +17,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/iphash"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
+	"github.com/eventlogging/eventlogging/internal/record"
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
@@ -34,13 +35,10 @@ type IPHasher interface {
 	Hash(ip string) string
 }
 
-// Output is one record to produce. Value is owned by the Output; outputs of
-// one input may share a Value slice (the same capsule in two topics).
-type Output struct {
-	Topic string
-	Key   []byte // nil for every output but replay outcomes
-	Value []byte
-}
+// Output is one record to produce (the pipeline's one record shape). Value
+// is owned by the Output; outputs of one input may share a Value slice (the
+// same capsule in two topics).
+type Output = record.Message
 
 // Processor is the one processing function: raw record in, capsule or
 // EventError out. Safe for concurrent use.

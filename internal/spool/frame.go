@@ -30,6 +30,9 @@ func (e *frameError) Error() string { return e.reason }
 func batchSize(recs []Record) (int64, error) {
 	var n int64
 	for i, r := range recs {
+		if len(r.Key) > 0 || len(r.Headers) > 0 {
+			return 0, fmt.Errorf("spool: record %d: keys and headers are not spooled (topic %s)", i, r.Topic)
+		}
 		if len(r.Topic) > math.MaxUint16 {
 			return 0, fmt.Errorf("spool: record %d: topic is %d bytes, at most %d fit", i, len(r.Topic), math.MaxUint16)
 		}

@@ -10,13 +10,17 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/eventlogging/eventlogging/internal/record"
 )
 
-// Record is one spooled Kafka record: the topic it is for and its value.
-type Record struct {
-	Topic string // at most 65535 bytes
-	Value []byte
-}
+// Record is one spooled Kafka record (the pipeline's one record shape): the
+// topic it is for (at most 65535 bytes) and its value. Keys and headers are
+// not spooled: Append refuses a record that has them.
+type Record = record.Message
+
+// Header is a record header (never spooled).
+type Header = record.Header
 
 // Defaults for the zero values of Config.
 const (

@@ -314,28 +314,95 @@ func (s *Server) split(body []byte) ([][]byte, int, string) {
 	if !utf8.Valid(body) {
 		return nil, http.StatusBadRequest, "body is not valid UTF-8"
 	}
-	v, err := capsule.Decode(body)
-	if err != nil {
-		return nil, http.StatusBadRequest, "body is not valid JSON: " + err.Error()
+	// Each event is decoded once, by the processor: here the body is only
+	// split into the events' own bytes (after a scan for nesting deeper
+	// than the processor's decoder takes, so such a body is refused whole,
+	// as before).
+	if depth := nesting(body); depth > capsule.MaxDecodeDepth {
+		return nil, http.StatusBadRequest, fmt.Sprintf("body is not valid JSON: exceeded maximum nesting depth of %d", capsule.MaxDecodeDepth)
 	}
-	switch x := v.(type) {
-	case map[string]any:
+	switch first := firstByte(body); first {
+	case '{':
+		if !json.Valid(body) {
+			return nil, http.StatusBadRequest, "body is not valid JSON: " + jsonError(body)
+		}
 		return [][]byte{body}, 0, ""
-	case []any:
-		if len(x) == 0 {
+	case '[':
+		var events []json.RawMessage
+		if err := json.Unmarshal(body, &events); err != nil {
+			return nil, http.StatusBadRequest, "body is not valid JSON: " + err.Error()
+		}
+		if len(events) == 0 {
 			return nil, http.StatusBadRequest, "empty array: send at least one event"
 		}
-		if len(x) > s.cfg.MaxBatchEvents {
-			return nil, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d events in one request exceed the limit of %d", len(x), s.cfg.MaxBatchEvents)
+		if len(events) > s.cfg.MaxBatchEvents {
+			return nil, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d events in one request exceed the limit of %d", len(events), s.cfg.MaxBatchEvents)
 		}
-		out := make([][]byte, len(x))
-		for i, e := range x {
-			out[i] = capsule.AppendValue(nil, e)
+		out := make([][]byte, len(events))
+		for i, e := range events {
+			out[i] = e
 		}
 		return out, 0, ""
 	default:
+		if !json.Valid(body) {
+			return nil, http.StatusBadRequest, "body is not valid JSON: " + jsonError(body)
+		}
 		return nil, http.StatusBadRequest, "body must be a JSON object (one event) or an array of events"
 	}
+}
+
+// nesting returns the deepest nesting of arrays and objects in b (JSON
+// text), counting brackets outside strings; it stops counting past
+// capsule.MaxDecodeDepth.
+func nesting(b []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			if depth > deepest {
+				deepest = depth
+				if deepest > capsule.MaxDecodeDepth {
+					return deepest
+				}
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// firstByte is the first byte of b that is not JSON white space; 0 if none.
+func firstByte(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+// jsonError says why b is not valid JSON.
+func jsonError(b []byte) string {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err.Error()
+	}
+	return "invalid JSON"
 }
 
 func (s *Server) streamConfig(rw http.ResponseWriter, _ *http.Request) {

@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -41,7 +43,8 @@ registry, a newly registered schema is seen at once without a reload.
 
 Offline mode reads raw lines from a file or stdin and prints every output
 record as one JSON line {"topic": "...", "key": null, "value": {...}} — the
-same processing function as the Kafka path.
+same processing function as the Kafka path. It uses every core (--workers)
+and writes the records in input order, the same bytes for any --workers.
 
 Line format specifiers: %q url-encoded JSON capsule, %j plain JSON capsule,
 %t YYYY-MM-DDTHH:MM:SS receive time, %D ISO-8601 dt, %h client IP, %o ignored,
@@ -57,6 +60,7 @@ type processFlags struct {
 	metricsListen                                       string
 	processorID, streams                                string
 	watch                                               bool
+	workers                                             int
 }
 
 func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger, rt runtimeEnv) error {
@@ -81,6 +85,7 @@ func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.StringVar(&f.topicTemplate, "topic-template", "", "per-schema topic name, with {schema} and {revision} (default eventlogging_{schema})")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", `address of /metrics (metrics.listen, default :9101; "off" disables it)`)
 	fs.StringVar(&f.processorID, "processor-id", "", "name of this processor in EventErrors (process.processor_id, default host-pid)")
+	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "offline: process lines on `N` goroutines, one per CPU by default; the output is in input order, the same bytes for every N")
 	fs.BoolVar(&f.watch, "watch", false, "reload the schema folder, the stream configuration and log.level when their files change (SIGHUP always reloads)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -96,6 +101,11 @@ func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	warnSkipped(cfg, log)
 	if f.from != "" {
 		return processOffline(ctx, cfg, f, stdin, stdout, log)
+	}
+	workersSet := false
+	fs.Visit(func(fl *flag.Flag) { workersSet = workersSet || fl.Name == "workers" })
+	if workersSet {
+		return fmt.Errorf("%w: process: --workers is for offline mode; Kafka mode sets process.parallelism", errUsage)
 	}
 	if f.ipHashKeyHex != "" {
 		return fmt.Errorf("%w: process: --ip-hash-key-hex is for offline mode; Kafka mode shares its key through %s", errUsage, cfg.Process.IPKeyTopic)
@@ -214,6 +224,9 @@ func newProcessor(c config.Config, hasher process.IPHasher, m *roleMetrics, rl *
 }
 
 func processOffline(ctx context.Context, c config.Config, f processFlags, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
+	if f.workers < 1 {
+		return fmt.Errorf("%w: process: --workers %d: want at least 1", errUsage, f.workers)
+	}
 	if len(c.Process.Inputs) != 1 && f.format == "" {
 		return fmt.Errorf("%w: process: offline mode needs --format when the config has several inputs", errUsage)
 	}
@@ -262,7 +275,7 @@ func processOffline(ctx context.Context, c config.Config, f processFlags, stdin 
 		defer file.Close()
 		out = file
 	}
-	_, err = proc.RunOffline(ctx, format, in, out, log)
+	_, err = proc.RunOffline(ctx, format, in, out, process.OfflineConfig{Workers: f.workers, Logger: log})
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

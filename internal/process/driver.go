@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
+	"sync"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
@@ -79,56 +81,222 @@ type OfflineStats struct {
 // EventErrors, and reading goes on).
 const MaxOfflineLine = 8 << 20
 
+// OfflineConfig tunes RunOffline. The zero value is valid.
+type OfflineConfig struct {
+	// Workers is how many goroutines process lines; 0 means
+	// runtime.GOMAXPROCS(0). The output is the same for every value.
+	Workers int
+	// Logger reports the end of the run; nil logs nothing.
+	Logger *slog.Logger
+}
+
+// Offline input is cut into chunks of consecutive lines: a chunk is full at
+// offlineChunkLines lines or offlineChunkBytes bytes (a chunk always holds
+// at least one line, so one line of up to MaxOfflineLine is a chunk too).
+// A run has 2 × workers + 2 chunks, each being read, queued, processed or
+// waiting for its turn to be written; the reader waits for the writer to
+// free one, which bounds memory whatever the input size.
+const (
+	offlineChunkLines = 512
+	offlineChunkBytes = 256 << 10
+)
+
+// offlineChunk is a run of consecutive input lines and, once processed,
+// their encoded output.
+type offlineChunk struct {
+	data []byte // the lines, concatenated
+	ends []int  // end offset of each line in data
+	out  []byte // the output records, one JSON line each
+	// valid and invalid count the chunk's lines by outcome.
+	valid, invalid int
+	done           chan struct{} // receives once the chunk is processed
+}
+
+func (c *offlineChunk) reset() {
+	if cap(c.data) > 4*offlineChunkBytes {
+		c.data = nil // held one very long line: do not keep it
+	}
+	if cap(c.out) > 16*offlineChunkBytes {
+		c.out = nil
+	}
+	c.data, c.ends, c.out = c.data[:0], c.ends[:0], c.out[:0]
+	c.valid, c.invalid = 0, 0
+}
+
 // RunOffline reads raw lines from r, processes each with format f and writes
 // every output record to w as one JSON line {"topic": ..., "key": null,
 // "value": {...}} — the same processing as the Kafka path, for debugging,
 // backfills and side-by-side comparison with the original.
-func (p *Processor) RunOffline(ctx context.Context, f *lineformat.Format, r io.Reader, w io.Writer, log *slog.Logger) (OfflineStats, error) {
+//
+// Lines are processed in chunks on cfg.Workers goroutines, and the outputs
+// are written strictly in input order: the bytes written do not depend on
+// the number of workers. RunOffline returns once every goroutine it started
+// has exited. When ctx is done it stops reading, writes the outputs of the
+// chunks processed before, flushes and returns ctx's error: the output is
+// then the complete output of a prefix of the input. A read error is
+// returned after the outputs of every line read before it are written; a
+// write error ends the run at once.
+func (p *Processor) RunOffline(ctx context.Context, f *lineformat.Format, r io.Reader, w io.Writer, cfg OfflineConfig) (OfflineStats, error) {
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	inflight := 2*workers + 2
+	free := make(chan *offlineChunk, inflight)
+	for range inflight {
+		free <- &offlineChunk{done: make(chan struct{}, 1)}
+	}
+	// order carries every chunk in input order, to the writer; work the
+	// same chunks to the workers. Both hold at most inflight chunks, so
+	// sends on them never block.
+	order := make(chan *offlineChunk, inflight)
+	work := make(chan *offlineChunk, inflight)
+	stop := make(chan struct{}) // closed when the writer gives up
+	var readErr error           // set by the reader before it closes order
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the reader
+		defer wg.Done()
+		defer close(order)
+		defer close(work)
+		readErr = readOfflineChunks(ctx, r, free, order, work, stop)
+	}()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var outs []Output
+			for c := range work {
+				outs = p.processOfflineChunk(ctx, f, c, outs)
+				c.done <- struct{}{}
+			}
+		}()
+	}
+
+	// The writer: this goroutine.
 	var st OfflineStats
-	br := bufio.NewReaderSize(r, 64<<10)
 	bw := bufio.NewWriterSize(w, 64<<10)
-	var outs []Output
-	var line, enc []byte
-	for {
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		var err error
-		line, err = readLine(br, line[:0])
-		if len(line) == 0 && err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return st, fmt.Errorf("read input: %w", err)
-		}
-		st.Lines++
-		outs = p.Process(ctx, f, line, nil, outs[:0])
-		if len(outs) == 1 && outs[0].Topic == p.cfg.ErrorTopic {
-			st.Invalid++
-		} else {
-			st.Valid++
-		}
-		for _, o := range outs {
-			enc = append(enc[:0], `{"topic":`...)
-			enc = capsule.AppendString(enc, o.Topic)
-			enc = append(enc, `,"key":null,"value":`...)
-			enc = append(enc, o.Value...)
-			enc = append(enc, "}\n"...)
-			if _, err := bw.Write(enc); err != nil {
-				return st, fmt.Errorf("write output: %w", err)
+	var writeErr error
+	for c := range order {
+		<-c.done
+		// Written only if ctx was not done when the chunk's processing
+		// ended: no record of a line that saw a cancelled ctx (a schema
+		// lookup failing with "context canceled") reaches the output.
+		if writeErr == nil && ctx.Err() == nil {
+			if _, err := bw.Write(c.out); err != nil {
+				writeErr = fmt.Errorf("write output: %w", err)
+				close(stop)
+			} else {
+				st.Lines += len(c.ends)
+				st.Valid += c.valid
+				st.Invalid += c.invalid
 			}
 		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
+		c.reset()
+		free <- c
+	}
+	wg.Wait()
+	if writeErr != nil {
+		return st, writeErr
 	}
 	if err := bw.Flush(); err != nil {
 		return st, fmt.Errorf("write output: %w", err)
 	}
-	if log != nil {
-		log.Info("offline run done", "lines", st.Lines, "valid", st.Valid, "invalid", st.Invalid)
+	if readErr != nil {
+		return st, readErr
+	}
+	if err := ctx.Err(); err != nil {
+		return st, err
+	}
+	if cfg.Logger != nil {
+		cfg.Logger.Info("offline run done", "lines", st.Lines, "valid", st.Valid, "invalid", st.Invalid, "workers", workers)
 	}
 	return st, nil
+}
+
+// readOfflineChunks reads r into chunks taken from free and sends each, in
+// input order, on order and work. It returns at the end of the input (nil),
+// when ctx is done or stop is closed (nil: the caller reports why), or on a
+// read error, after sending the lines read before it.
+func readOfflineChunks(ctx context.Context, r io.Reader, free <-chan *offlineChunk, order, work chan<- *offlineChunk, stop <-chan struct{}) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	var c *offlineChunk
+	send := func() {
+		if c != nil && len(c.ends) > 0 {
+			order <- c
+			work <- c
+			c = nil
+		}
+	}
+	for {
+		if c == nil {
+			select {
+			case c = <-free:
+			case <-ctx.Done():
+				return nil
+			case <-stop:
+				return nil
+			}
+			// The writer closes stop before it recycles a chunk: once it
+			// gave up, no chunk is filled again.
+			select {
+			case <-stop:
+				return nil
+			default:
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+		}
+		var err error
+		line, err = readLine(br, line[:0])
+		if len(line) == 0 && err != nil {
+			send()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("read input: %w", err)
+		}
+		c.data = append(c.data, line...)
+		c.ends = append(c.ends, len(c.data))
+		if err != nil {
+			// A last line without "\n", or a line cut by a read error:
+			// the next read reports the error again, with no line.
+			continue
+		}
+		if len(c.ends) >= offlineChunkLines || len(c.data) >= offlineChunkBytes {
+			send()
+		}
+	}
+}
+
+// processOfflineChunk processes the lines of c into c.out; outs is scratch
+// space, returned for reuse.
+func (p *Processor) processOfflineChunk(ctx context.Context, f *lineformat.Format, c *offlineChunk, outs []Output) []Output {
+	start := 0
+	for _, end := range c.ends {
+		// Capacity cut at the line's end: an append to it cannot
+		// overwrite the next line.
+		line := c.data[start:end:end]
+		start = end
+		outs = p.Process(ctx, f, line, nil, outs[:0])
+		if len(outs) == 1 && outs[0].Topic == p.cfg.ErrorTopic {
+			c.invalid++
+		} else {
+			c.valid++
+		}
+		for _, o := range outs {
+			c.out = append(c.out, `{"topic":`...)
+			c.out = capsule.AppendString(c.out, o.Topic)
+			c.out = append(c.out, `,"key":null,"value":`...)
+			c.out = append(c.out, o.Value...)
+			c.out = append(c.out, "}\n"...)
+		}
+	}
+	clear(outs) // drop references to the values
+	return outs
 }
 
 // readLine reads one line without its "\n" (and "\r\n"). Lines longer than

@@ -164,8 +164,9 @@ func sqlTarget(dsn string) (sqlsink.Dialect, string) {
 	}
 }
 
-// startSinks starts the configured sinks in g and returns what closes them
-// after g is done.
+// startSinks starts the configured sinks in g (each sink.Run closes its
+// sink when it returns) and returns what closes the database and the
+// poison producer after g is done.
 func startSinks(ctx context.Context, g *errgroup.Group, c config.Config, kc kafka.Config, log *slog.Logger, m *roleMetrics) (func() error, error) {
 	res, err := schemaResolver(c, m)
 	if err != nil {
@@ -219,10 +220,10 @@ func startSinks(ctx context.Context, g *errgroup.Group, c config.Config, kc kafk
 			_ = db.Close()
 			return nil, errors.Join(err, closeAll())
 		}
-		closers = append(closers, func() error { return errors.Join(w.Close(), db.Close()) })
+		closers = append(closers, db.Close) // the Writer is closed by sink.Run
 		cfg := base
-		cfg.Group = c.Sink.Group + "-sql"
-		g.Go(func() error { return sink.RunSQL(ctx, cfg, w) })
+		cfg.Name, cfg.Group = "sql", c.Sink.Group+"-sql"
+		g.Go(func() error { return sink.Run(ctx, cfg, w) })
 		log.Info("sql sink running", "dialect", dialect)
 	}
 	if c.Sink.Files != "" {
@@ -241,10 +242,9 @@ func startSinks(ctx context.Context, g *errgroup.Group, c config.Config, kc kafk
 		if err != nil {
 			return nil, errors.Join(err, closeAll())
 		}
-		closers = append(closers, fsink.Close)
-		cfg := base
-		cfg.Group = c.Sink.Group + "-files"
-		g.Go(func() error { return sink.RunFiles(ctx, cfg, fsink, 0) })
+		cfg := base // sink.Run closes fsink
+		cfg.Name, cfg.Group = "files", c.Sink.Group+"-files"
+		g.Go(func() error { return sink.Run(ctx, cfg, fsink) })
 		log.Info("file sink running", "root", c.Sink.Files, "format", c.Sink.Format)
 	}
 	return closeAll, nil

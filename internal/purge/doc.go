@@ -2,7 +2,10 @@
 // deletes or sanitises the events older than the retention in the SQL
 // tables written by sqlsink ([PurgeSQL]) and in the hour partitions written
 // by filesink ([PurgeFiles]). `eventlogging purge` runs it once or on a
-// schedule.
+// schedule. Each sink owns its layout, and purge asks it: sqlsink for
+// identifier quoting, bind parameters, the catalog and the columns of its
+// tables; filesink for the hour partitions, their removal and the atomic
+// publication of files.
 //
 // # Semantics
 //
@@ -34,9 +37,10 @@
 // PostgreSQL. A row is old when its timestamp column (sqlsink's
 // YYYYMMDDHHMMSS, UTC, which compares exactly as text) is before the
 // cutoff, or when timestamp is NULL and dt is. Identifiers come from the
-// database's catalog, are checked (valid UTF-8, no NUL, at most 64 bytes)
-// and quoted as sqlsink quotes them ("…" or `…`, the quote doubled),
-// never concatenated raw; values are always bound parameters.
+// database's catalog (sqlsink.Dialect.Tables and Columns), are checked
+// (sqlsink.Quotable: valid UTF-8, no NUL, at most 64 bytes) and quoted by
+// sqlsink.Dialect.Quote ("…" or `…`, the quote doubled), never
+// concatenated raw; values are always bound parameters.
 //
 // Work goes in batches of Policy.BatchRows rows (default 10,000), each its
 // own statement or transaction, so no table is locked for long:
@@ -67,18 +71,21 @@
 //
 // # Files
 //
-// PurgeFiles walks <root>/<topic>/year=YYYY/month=MM/day=DD/hour=HH/ and
+// PurgeFiles walks the hour partitions
+// <root>/<topic>/year=YYYY/month=MM/day=DD/hour=HH/ (filesink.Hours) and
 // handles the hours that ended before the cutoff. A partition none of whose
 // records has a schema with a Rule (the "schema" field of each JSON line;
-// for a Parquet file, the <Name>_<revision> in its name) is renamed to a
-// hidden ".hour=HH.purge-deleting" and removed, with day and month
-// directories left empty. Otherwise every JSON-lines file is rewritten:
-// records without a Rule are dropped, the others sanitised as above (a
-// hashed field inside a kept object replaces its clear value). Each
-// rewrite is written to a hidden temp file, fsynced, renamed to
+// for a Parquet file, the <Name>_<revision> in its name) is removed by
+// filesink.RemoveHour: renamed to a hidden ".hour=HH.purge-deleting" first,
+// then removed, with day and month directories left empty. Otherwise every
+// JSON-lines file is rewritten: records without a Rule are dropped, the
+// others sanitised as above (a hashed field inside a kept object replaces
+// its clear value). Each rewrite is written to a hidden temp file and
+// published (filesink.PublishFile: fsync, rename, directory fsync) as
 // <name>.sanitised.jsonl.gz (still matched by *.jsonl.gz), and then the
 // original is removed; once every file is done a [SanitisedMarker]
-// (_SANITISED) is written atomically and later runs skip the partition.
+// (_SANITISED) is written atomically (filesink.WriteFileAtomic) and later
+// runs skip the partition.
 // The ".sanitised" name is what makes an interrupted run safe to resume: a
 // rewritten file is never rewritten (hashed) again, and an original whose
 // rewrite exists is simply removed. _SUCCESS and other files stay.

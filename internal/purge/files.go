@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/sink/filesink"
 )
 
 // File names PurgeFiles reads and writes in an hour partition.
@@ -28,25 +29,18 @@ const (
 	// file, so a rerun interrupted before the marker never rewrites (and
 	// hashes) a file twice.
 	sanitisedSuffix = ".sanitised.jsonl.gz"
-	jsonlSuffix     = ".jsonl.gz"
-	parquetSuffix   = ".parquet"
+	// The endings of filesink's data files.
+	jsonlSuffix   = "." + string(filesink.JSONLines)
+	parquetSuffix = "." + string(filesink.Parquet)
 	// tmpSuffix ends the temp files of rewrites, hidden by a leading ".".
 	tmpSuffix = ".purge.tmp"
-	// deletingSuffix ends the hidden name an hour directory is renamed to
-	// before it is removed, so readers never see a half-removed hour.
-	deletingSuffix = ".purge-deleting"
 )
-
-// hourPartition is one <topic>/year=/month=/day=/hour= directory.
-type hourPartition struct {
-	dir   string
-	start time.Time
-}
 
 // PurgeFiles deletes or sanitises the hour partitions of a filesink root
 // (<root>/<topic>/year=YYYY/month=MM/day=DD/hour=HH/) whose whole hour is
-// older than now − Retention. Directories starting with "_" or "." under
-// root (filesink's _filesink state) are not topics.
+// older than now − Retention, as filesink.Hours lists them (directories
+// starting with "_" or "." under root, such as filesink's _filesink state,
+// are not topics).
 //
 // A partition none of whose records has a schema with a rule is removed
 // (renamed to a hidden name first, then deleted). Otherwise each JSON-lines
@@ -71,16 +65,28 @@ func PurgeFiles(ctx context.Context, root string, p Policy) (Report, error) { //
 	}
 	fp := &filePurge{p: &p, rep: &rep, cutoff: p.cutoff(),
 		log: p.Logger.With("component", "purge", "root", root)}
-	hours, errs := fp.findHours(root)
+	hours, removing, walkErrs := filesink.Hours(root)
+	var errs []error
+	for _, err := range walkErrs {
+		errs = append(errs, fmt.Errorf("purge: %w", err))
+	}
+	if !p.DryRun {
+		// Hours whose removal was interrupted: finish it.
+		for _, dir := range removing {
+			if err := os.RemoveAll(dir); err != nil {
+				errs = append(errs, fmt.Errorf("purge: %w", err))
+			}
+		}
+	}
 	for _, h := range hours {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)
 			break
 		}
-		if !h.start.Add(time.Hour).After(fp.cutoff) {
+		if !h.Start.Add(time.Hour).After(fp.cutoff) {
 			rep.Partitions++
-			if err := fp.partition(h.dir); err != nil {
-				errs = append(errs, fmt.Errorf("purge: partition %s: %w", h.dir, err))
+			if err := fp.partition(h.Dir); err != nil {
+				errs = append(errs, fmt.Errorf("purge: partition %s: %w", h.Dir, err))
 			}
 		}
 	}
@@ -93,70 +99,6 @@ type filePurge struct {
 	rep    *Report
 	cutoff time.Time
 	log    *slog.Logger
-}
-
-// hourLevels are the partition directory levels under a topic.
-var hourLevels = []struct {
-	key      string
-	min, max int
-}{{"year", 0, 9999}, {"month", 1, 12}, {"day", 1, 31}, {"hour", 0, 23}}
-
-// findHours lists the hour partitions under root, in path order, and
-// removes hour directories left hidden by an interrupted delete.
-func (fp *filePurge) findHours(root string) ([]hourPartition, []error) {
-	var out []hourPartition
-	var errs []error
-	topics, err := os.ReadDir(root)
-	if err != nil {
-		return nil, []error{fmt.Errorf("purge: %w", err)}
-	}
-	var walk func(dir string, level int, vals []int)
-	walk = func(dir string, level int, vals []int) {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("purge: %w", err))
-			return
-		}
-		lv := hourLevels[level]
-		for _, e := range entries {
-			if !e.IsDir() {
-				continue
-			}
-			if level == len(hourLevels)-1 && strings.HasPrefix(e.Name(), ".") && strings.HasSuffix(e.Name(), deletingSuffix) {
-				if !fp.p.DryRun {
-					if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-						errs = append(errs, fmt.Errorf("purge: %w", err))
-					}
-				}
-				continue
-			}
-			v, ok := strings.CutPrefix(e.Name(), lv.key+"=")
-			if !ok {
-				continue
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < lv.min || n > lv.max {
-				continue
-			}
-			vs := append(vals[:level:level], n)
-			if level < len(hourLevels)-1 {
-				walk(filepath.Join(dir, e.Name()), level+1, vs)
-				continue
-			}
-			start := time.Date(vs[0], time.Month(vs[1]), vs[2], vs[3], 0, 0, 0, time.UTC)
-			if start.Day() != vs[2] {
-				continue // no such date
-			}
-			out = append(out, hourPartition{dir: filepath.Join(dir, e.Name()), start: start})
-		}
-	}
-	for _, t := range topics {
-		if !t.IsDir() || strings.HasPrefix(t.Name(), "_") || strings.HasPrefix(t.Name(), ".") {
-			continue
-		}
-		walk(filepath.Join(root, t.Name()), 0, nil)
-	}
-	return out, errs
 }
 
 // partition purges one old hour partition.
@@ -230,7 +172,7 @@ func (fp *filePurge) partition(dir string) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(dir, SanitisedMarker, []byte("sanitised "+fp.p.Now().UTC().Format(time.RFC3339)+"\n")); err != nil {
+	if err := filesink.WriteFileAtomic(filepath.Join(dir, SanitisedMarker), []byte("sanitised "+fp.p.Now().UTC().Format(time.RFC3339)+"\n")); err != nil {
 		return err
 	}
 	fp.rep.PartitionsSanitised++
@@ -271,8 +213,9 @@ func (fp *filePurge) anyRule(dir string, jsonl, parquet []string) (bool, error) 
 	return false, nil
 }
 
-// deletePartition removes an hour directory: renamed to a hidden name
-// first (readers never see half of it), then removed.
+// deletePartition removes an hour directory with filesink.RemoveHour:
+// renamed to a hidden name first (readers never see half of it), then
+// removed, with the day, month and year directories it leaves empty.
 func (fp *filePurge) deletePartition(dir string) error {
 	if fp.p.DryRun {
 		fp.rep.PartitionsDeleted++
@@ -280,26 +223,11 @@ func (fp *filePurge) deletePartition(dir string) error {
 		fp.log.Info("partition to delete", "partition", dir, "dry_run", true)
 		return nil
 	}
-	parent := filepath.Dir(dir)
-	hidden := filepath.Join(parent, "."+filepath.Base(dir)+deletingSuffix)
-	if err := os.Rename(dir, hidden); err != nil {
-		return err
-	}
-	if err := syncDir(parent); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(hidden); err != nil {
+	if err := filesink.RemoveHour(dir); err != nil {
 		return err
 	}
 	fp.rep.PartitionsDeleted++
 	fp.log.Info("partition deleted", "partition", dir)
-	// Remove day, month and year directories left empty (best effort:
-	// a directory still holding something is not removed).
-	for d, i := parent, 0; i < 3; d, i = filepath.Dir(d), i+1 {
-		if os.Remove(d) != nil {
-			break
-		}
-	}
 	return nil
 }
 
@@ -356,9 +284,9 @@ func (fp *filePurge) rewriteJSONL(dir, name string, hash func(string) string) (k
 
 // finishRewrite publishes a rewritten file: when no record was kept the temp
 // file and the original are removed; otherwise the writers are flushed in
-// order, the temp file is fsynced and renamed to final, the directory is
-// fsynced, and only then is the original removed (so an interrupted run
-// resumes from the .sanitised file).
+// order, the temp file is published as final (filesink.PublishFile: fsync,
+// rename, directory fsync), and only then is the original removed (so an
+// interrupted run resumes from the .sanitised file).
 func finishRewrite(tmp *os.File, tmpPath, dir, final, src string, kept, dropped int, flush ...func() error) (int, int, error) {
 	if kept == 0 {
 		_ = tmp.Close()
@@ -370,16 +298,7 @@ func finishRewrite(tmp *os.File, tmpPath, dir, final, src string, kept, dropped 
 			return 0, 0, err
 		}
 	}
-	if err := tmp.Sync(); err != nil {
-		return 0, 0, err
-	}
-	if err := tmp.Close(); err != nil {
-		return 0, 0, err
-	}
-	if err := os.Rename(tmpPath, filepath.Join(dir, final)); err != nil {
-		return 0, 0, err
-	}
-	if err := syncDir(dir); err != nil {
+	if err := filesink.PublishFile(tmp, filepath.Join(dir, final)); err != nil {
 		return 0, 0, err
 	}
 	return kept, dropped, removeSync(src, dir)
@@ -515,44 +434,10 @@ func cloneMap(m map[string]any) map[string]any {
 	return out
 }
 
-// writeFileAtomic writes dir/name through a synced temp file and a rename.
-func writeFileAtomic(dir, name string, data []byte) error {
-	tmpPath := filepath.Join(dir, "."+name+tmpSuffix)
-	f, err := os.OpenFile(tmpPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmpPath, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
 // removeSync removes path and syncs its directory.
 func removeSync(path, dir string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return syncDir(dir)
-}
-
-// syncDir fsyncs a directory, making renames and removals in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return filesink.SyncDir(dir)
 }

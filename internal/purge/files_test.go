@@ -254,7 +254,7 @@ func TestPurgeFilesResume(t *testing.T) {
 	}
 	writeJSONL(t, filepath.Join(dir, "part-0-0-0.sanitised.jsonl.gz"), []map[string]any{done})
 	writeFile(t, filepath.Join(dir, ".part-0-1-1.purge.tmp"), "half written")
-	hidden := filepath.Join(filepath.Dir(dir), ".hour=10"+deletingSuffix)
+	hidden := filepath.Join(filepath.Dir(dir), ".hour=10.purge-deleting") // as filesink.RemoveHour names it
 	writeFile(t, filepath.Join(hidden, "part-0-0-0.jsonl.gz"), "x")
 
 	rep, err := PurgeFiles(t.Context(), root, testPolicy(t))

@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/sink/sqlsink"
 )
 
 // SanitisedColumn is the column PurgeSQL adds (BOOLEAN, NULL by default)
@@ -24,45 +23,25 @@ const SanitisedColumn = "sanitised"
 
 // Dialects accepted by PurgeSQL, spelled as sqlsink.Dialect.
 const (
-	DialectSQLite   = "sqlite"
-	DialectMySQL    = "mysql"
-	DialectPostgres = "postgres"
+	DialectSQLite   = string(sqlsink.SQLite)
+	DialectMySQL    = string(sqlsink.MySQL)
+	DialectPostgres = string(sqlsink.Postgres)
 )
 
-// mwTimeLayout is sqlsink's timestamp column: MediaWiki's YYYYMMDDHHMMSS.
-const mwTimeLayout = "20060102150405"
-
-// sqlDialect holds what differs between the databases.
-type sqlDialect string
-
-func newSQLDialect(name string) (sqlDialect, error) {
+// newSQLDialect checks the dialect name given to PurgeSQL.
+func newSQLDialect(name string) (sqlsink.Dialect, error) {
 	switch name {
 	case DialectSQLite, DialectMySQL, DialectPostgres:
-		return sqlDialect(name), nil
+		return sqlsink.Dialect(name), nil
 	}
 	return "", fmt.Errorf("%w: unknown SQL dialect %q (want %q, %q or %q)", ErrPolicy, name, DialectSQLite, DialectMySQL, DialectPostgres)
 }
 
-// quote quotes an identifier as sqlsink does: backticks on MySQL, double
-// quotes elsewhere, the quote character doubled inside. Names are checked
-// with validIdent first.
-func (d sqlDialect) quote(id string) string {
-	if d == DialectMySQL {
-		return "`" + strings.ReplaceAll(id, "`", "``") + "`"
-	}
-	return `"` + strings.ReplaceAll(id, `"`, `""`) + `"`
-}
-
-// validIdent reports whether an identifier read from the catalog can be
-// quoted safely: valid UTF-8, no NUL, at most 64 bytes (MySQL's limit,
-// one above PostgreSQL's and sqlsink's).
-func validIdent(id string) bool {
-	return id != "" && len(id) <= 64 && utf8.ValidString(id) && !strings.ContainsRune(id, 0)
-}
-
-// stmt builds a statement, numbering placeholders for the dialect.
+// stmt builds a statement, quoting identifiers (checked with
+// sqlsink.Quotable first) and numbering placeholders as sqlsink does for
+// the dialect.
 type stmt struct {
-	d    sqlDialect
+	d    sqlsink.Dialect
 	b    strings.Builder
 	args []any
 }
@@ -75,17 +54,13 @@ func (s *stmt) sql(parts ...string) *stmt {
 }
 
 func (s *stmt) ident(id string) *stmt {
-	s.b.WriteString(s.d.quote(id))
+	s.b.WriteString(s.d.Quote(id))
 	return s
 }
 
 func (s *stmt) arg(v any) *stmt {
 	s.args = append(s.args, v)
-	if s.d == DialectPostgres {
-		s.b.WriteString("$" + strconv.Itoa(len(s.args)))
-	} else {
-		s.b.WriteByte('?')
-	}
+	s.b.WriteString(s.d.Placeholder(len(s.args)))
 	return s
 }
 
@@ -103,9 +78,6 @@ type sqlTable struct {
 	cols []sqlColumn
 	has  map[string]bool // lower-case column names
 }
-
-// requiredColumns identify a table written by sqlsink.
-var requiredColumns = []string{"id", "uuid", "dt", "timestamp", "schema", "revision"}
 
 // PurgeSQL deletes or sanitises the rows older than the retention in every
 // table of db written by sqlsink (a table with the columns id, uuid, dt,
@@ -134,7 +106,7 @@ func PurgeSQL(ctx context.Context, db *sql.DB, dialect string, p Policy) (Report
 	if err != nil {
 		return rep, err
 	}
-	names, err := d.listTables(ctx, db)
+	names, err := d.Tables(ctx, db)
 	if err != nil {
 		return rep, fmt.Errorf("purge: list tables: %w", err)
 	}
@@ -142,11 +114,11 @@ func PurgeSQL(ctx context.Context, db *sql.DB, dialect string, p Policy) (Report
 		log: p.Logger.With("component", "purge", "dialect", dialect)}
 	var errs []error
 	for _, name := range names {
-		if !validIdent(name) {
+		if !sqlsink.Quotable(name) {
 			pr.log.Warn("table name skipped", "table", strconv.Quote(name))
 			continue
 		}
-		t, err := d.readTable(ctx, db, name)
+		t, err := readTable(ctx, db, d, name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("purge: table %s: %w", name, err))
 			continue
@@ -165,75 +137,23 @@ func PurgeSQL(ctx context.Context, db *sql.DB, dialect string, p Policy) (Report
 	return rep, errors.Join(errs...)
 }
 
-// listTables returns the base tables of the current database (schema).
-func (d sqlDialect) listTables(ctx context.Context, db *sql.DB) ([]string, error) {
-	var q string
-	switch d {
-	case DialectSQLite:
-		q = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
-	case DialectMySQL:
-		q = "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE = 'BASE TABLE'"
-	default:
-		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
-	}
-	rows, err := db.QueryContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = rows.Close() }()
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		names = append(names, n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	slices.Sort(names)
-	return names, nil
-}
-
 // readTable returns the columns of table, or nil when it is not a table
-// written by sqlsink.
-func (d sqlDialect) readTable(ctx context.Context, db *sql.DB, table string) (*sqlTable, error) {
-	var q string
-	switch d {
-	case DialectSQLite:
-		q = "SELECT name, type FROM pragma_table_info(?) ORDER BY cid"
-	case DialectMySQL:
-		q = "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION"
-	default:
-		q = "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position"
-	}
-	rows, err := db.QueryContext(ctx, q, table)
+// written by sqlsink (sqlsink.IsEventTable).
+func readTable(ctx context.Context, db *sql.DB, d sqlsink.Dialect, table string) (*sqlTable, error) {
+	cols, err := d.Columns(ctx, db, table)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = rows.Close() }()
 	t := &sqlTable{name: table, has: map[string]bool{}}
-	for rows.Next() {
-		var name, typ string
-		if err := rows.Scan(&name, &typ); err != nil {
-			return nil, err
+	for _, c := range cols {
+		if !sqlsink.Quotable(c.Name) {
+			return nil, fmt.Errorf("column name %q cannot be quoted safely", c.Name)
 		}
-		if !validIdent(name) {
-			return nil, fmt.Errorf("column name %q cannot be quoted safely", name)
-		}
-		typ = strings.ToLower(typ)
-		text := strings.Contains(typ, "char") || strings.Contains(typ, "text") || strings.Contains(typ, "clob")
-		t.cols = append(t.cols, sqlColumn{name: name, text: text})
-		t.has[strings.ToLower(name)] = true
+		t.cols = append(t.cols, sqlColumn{name: c.Name, text: c.Text()})
+		t.has[strings.ToLower(c.Name)] = true
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	for _, c := range requiredColumns {
-		if !t.has[c] {
-			return nil, nil
-		}
+	if !sqlsink.IsEventTable(cols) {
+		return nil, nil
 	}
 	return t, nil
 }
@@ -241,7 +161,7 @@ func (d sqlDialect) readTable(ctx context.Context, db *sql.DB, table string) (*s
 // sqlPurge is one PurgeSQL run.
 type sqlPurge struct {
 	db     *sql.DB
-	d      sqlDialect
+	d      sqlsink.Dialect
 	p      *Policy
 	rep    *Report
 	cutoff time.Time
@@ -250,7 +170,7 @@ type sqlPurge struct {
 
 // old appends the predicate selecting old rows.
 func (pr *sqlPurge) old(s *stmt) {
-	s.sql("(").ident("timestamp").sql(" < ").arg(pr.cutoff.Format(mwTimeLayout)).
+	s.sql("(").ident("timestamp").sql(" < ").arg(pr.cutoff.Format(sqlsink.TimestampLayout)).
 		sql(" OR (").ident("timestamp").sql(" IS NULL AND ").ident("dt").sql(" < ").
 		arg(capsule.FormatDT(pr.cutoff)).sql("))")
 }
@@ -297,7 +217,7 @@ func (pr *sqlPurge) deleteRows(ctx context.Context, t *sqlTable, schemaName stri
 	}()
 	for {
 		s := &stmt{d: pr.d}
-		if pr.d == DialectMySQL {
+		if pr.d == sqlsink.MySQL {
 			// MySQL refuses LIMIT in an IN subquery, but has DELETE … LIMIT.
 			s.sql("DELETE FROM ").ident(t.name).sql(" WHERE ")
 			pr.old(s)
@@ -376,7 +296,7 @@ func (pr *sqlPurge) planColumns(t *sqlTable, rule Rule) plan {
 
 // columnOf is the lower-case column name sqlsink gives a dotted field.
 func columnOf(field string) string {
-	return strings.ToLower(strings.ReplaceAll(field, ".", "_"))
+	return strings.ToLower(sqlsink.FieldColumn(field))
 }
 
 // sanitiseRows sanitises the old rows of t not sanitised yet.
@@ -426,7 +346,7 @@ func (pr *sqlPurge) addSanitisedColumn(ctx context.Context, t *sqlTable) error {
 	s.sql("ALTER TABLE ").ident(t.name).sql(" ADD COLUMN ").ident(SanitisedColumn).sql(" BOOLEAN")
 	if _, err := pr.db.ExecContext(ctx, s.String()); err != nil {
 		// Perhaps another purge added it meanwhile.
-		again, rerr := pr.d.readTable(ctx, pr.db, t.name)
+		again, rerr := readTable(ctx, pr.db, pr.d, t.name)
 		if rerr != nil || again == nil || !again.has[SanitisedColumn] {
 			return err
 		}

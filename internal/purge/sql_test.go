@@ -126,15 +126,15 @@ func tableRows(t *testing.T, db *sql.DB, d sqlsink.Dialect, table string) map[st
 	}
 	// Columns listed (not *): pgx caches statements, and a cached SELECT *
 	// fails once the purge has added a column.
-	tb, err := dl.readTable(t.Context(), db, table)
+	tb, err := readTable(t.Context(), db, dl, table)
 	if err != nil || tb == nil {
 		t.Fatalf("table %s: %v", table, err)
 	}
 	var list []string
 	for _, c := range tb.cols {
-		list = append(list, dl.quote(c.name))
+		list = append(list, dl.Quote(c.name))
 	}
-	rows, err := db.QueryContext(t.Context(), "SELECT "+strings.Join(list, ", ")+" FROM "+dl.quote(table))
+	rows, err := db.QueryContext(t.Context(), "SELECT "+strings.Join(list, ", ")+" FROM "+dl.Quote(table))
 	if err != nil {
 		t.Fatal(err)
 	}

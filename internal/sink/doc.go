@@ -1,5 +1,12 @@
-// Package sink runs the sinks: each its own consumer group over the valid
-// topics, batching by size and time, writing durably (SQL rows, or files
-// published exactly once), committing after the write, and sending records
-// that can never be written to a sink-error topic with the reason.
+// Package sink runs the sinks: the Sink contract (write a batch of Kafka
+// records, report the records that can never be stored, close), and Run,
+// the one consume → batch → write → commit loop every sink runs in its own
+// consumer group: batching by size and time, retries, canaries (measured,
+// not stored), metrics, and the sink-error topic, which receives each
+// poison record with the reason before the batch's offsets are committed.
+//
+// The sinks implement Sink in their own packages: sqlsink (SQL tables) and
+// filesink (hour-partitioned files, published exactly once with the
+// offsets they hold: a Resumer and a Maintainer). This package imports
+// neither; they import it for Poison and ErrFatal.
 package sink

@@ -56,7 +56,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 // written records a batch that was written and committed; poison are the
 // records of it sent to the sink-error topic instead.
-func (m *Metrics) written(sink string, batch, poison []kafka.Record, start time.Time) {
+func (m *Metrics) written(sink string, batch []kafka.Record, poison []Poison, start time.Time) {
 	if m == nil {
 		return
 	}
@@ -69,8 +69,8 @@ func (m *Metrics) written(sink string, batch, poison []kafka.Record, start time.
 	for _, r := range batch {
 		per[r.Topic]++
 	}
-	for _, r := range poison {
-		per[r.Topic]--
+	for _, p := range poison {
+		per[p.Record.Topic]--
 	}
 	for t, n := range per {
 		if n > 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -12,16 +11,21 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
-	"github.com/eventlogging/eventlogging/internal/sink/filesink"
-	"github.com/eventlogging/eventlogging/internal/sink/sqlsink"
 )
 
 // DefaultErrorTopic receives records a sink can never write.
 const DefaultErrorTopic = "eventlogging_SinkError"
 
+// DefaultMaintainEvery is the interval of Maintainer.Maintain when
+// Config.MaintainEvery is zero.
+const DefaultMaintainEvery = time.Minute
+
 // Config configures one sink's consume loop.
 type Config struct {
 	Kafka kafka.Config
+	// Name labels the sink in metrics, logs and error records (sql,
+	// files); required.
+	Name string
 	// Group is the sink's consumer group (e.g. eventlogging-sink-sql).
 	Group string
 	// Topics to read: names, or regular expressions with TopicRegex
@@ -36,6 +40,9 @@ type Config struct {
 	// MaxBatch and BatchTime bound a batch (defaults 1,000 and 5s).
 	MaxBatch  int
 	BatchTime time.Duration
+	// MaintainEvery is the interval of a Maintainer's Maintain; default
+	// DefaultMaintainEvery.
+	MaintainEvery time.Duration
 	// Producer writes poison records; required.
 	Producer *kafka.Producer
 	// Topics creates the error topic; may be nil when it exists.
@@ -53,6 +60,9 @@ func (c *Config) defaults() {
 		c.Topics, c.TopicRegex = []string{`^eventlogging_.+`}, true
 	}
 	c.Exclude = append(c.Exclude, "^"+regexp.QuoteMeta(c.ErrorTopic)+"$", `^eventlogging_EventError$`, `^eventlogging_ip_key$`, `^_`)
+	if c.MaintainEvery <= 0 {
+		c.MaintainEvery = DefaultMaintainEvery
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -66,10 +76,104 @@ type ErrorRecord struct {
 	Value  string         `json:"value"`
 }
 
+// Run runs s in the consumer group cfg.Group until ctx is done: it
+// consumes the topics in batches (cfg.MaxBatch records, or what cfg.BatchTime
+// gathered), drops the canaries (measured, not stored), writes each batch
+// with s.WriteRecords, sends its poison to the error topic and only then
+// lets the batch's offsets be committed. A failed write (or poison send)
+// is retried with backoff; an error wrapping ErrFatal stops Run. A
+// Resumer's StartOffsets decides where each assigned partition resumes, and
+// a Maintainer's Maintain runs every cfg.MaintainEvery.
+//
+// Run owns s: it closes s before returning, after the consumer left the
+// group, and returns Close's error with its own.
+func Run(ctx context.Context, cfg Config, s Sink) error {
+	if cfg.Name == "" {
+		return errors.Join(errors.New("sink: Config.Name is required"), s.Close())
+	}
+	cfg.defaults()
+	log := cfg.Logger.With("sink", cfg.Name)
+	bc := kafka.BatchConfig{Kafka: cfg.Kafka, Group: cfg.Group, Topics: cfg.Topics, TopicRegex: cfg.TopicRegex,
+		Exclude: cfg.Exclude, MaxBatch: cfg.MaxBatch, BatchTime: cfg.BatchTime, Logger: cfg.Logger}
+	if r, ok := s.(Resumer); ok {
+		bc.StartOffsets = r.StartOffsets
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var fatal error // set by the maintainer before it stops the run
+	done := make(chan struct{})
+	if m, ok := s.(Maintainer); ok {
+		go func() {
+			defer close(done)
+			if fatal = maintain(runCtx, m, cfg.MaintainEvery, log); fatal != nil {
+				stop()
+			}
+		}()
+	} else {
+		close(done)
+	}
+	err := kafka.ConsumeBatches(runCtx, bc, func(ctx context.Context, all []kafka.Record) error {
+		return cfg.write(ctx, s, all)
+	})
+	stop()
+	<-done
+	if fatal != nil {
+		err = fatal // the process restarts and the sink resumes from where it stored
+	}
+	// The consumer left the group: nothing writes to s any more.
+	return errors.Join(err, s.Close())
+}
+
+// write is the batch handler: it writes one batch and sends its poison to
+// the error topic. nil lets ConsumeBatches commit the batch's offsets: the
+// sink reported it durable (or, for a Resumer, its own offsets cover what
+// it stored) and every poison record of it was acknowledged by the error
+// topic, so nothing of the batch is lost; a crash before the commit writes
+// it again, which the sink absorbs (at least once).
+func (c *Config) write(ctx context.Context, s Sink, all []kafka.Record) error {
+	start := time.Now()
+	batch := c.dropCanaries(c.Name, slices.Clone(all))
+	bad, err := s.WriteRecords(ctx, batch)
+	if errors.Is(err, ErrFatal) {
+		return err // not retried: Run stops
+	}
+	if err != nil {
+		c.Metrics.retried(c.Name)
+		return err // transient: retried
+	}
+	if err := c.poison(ctx, c.Name, bad); err != nil {
+		c.Metrics.retried(c.Name)
+		return err
+	}
+	c.Metrics.written(c.Name, batch, bad, start)
+	return nil
+}
+
+// maintain calls m.Maintain every interval until ctx is done, and returns
+// the first error wrapping ErrFatal.
+func maintain(ctx context.Context, m Maintainer, every time.Duration, log *slog.Logger) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			err := m.Maintain(ctx)
+			if errors.Is(err, ErrFatal) {
+				return err
+			}
+			if err != nil {
+				log.Warn("sink maintenance failed", "err", err)
+			}
+		}
+	}
+}
+
 // poison sends records that can never be written to the error topic and
 // waits for the acknowledgement, so the batch can be committed.
-func (c *Config) poison(ctx context.Context, sinkName string, recs []kafka.Record, reasons []string) error {
-	if len(recs) == 0 {
+func (c *Config) poison(ctx context.Context, sinkName string, bad []Poison) error {
+	if len(bad) == 0 {
 		return nil
 	}
 	if c.Creator != nil {
@@ -77,133 +181,15 @@ func (c *Config) poison(ctx context.Context, sinkName string, recs []kafka.Recor
 			return err
 		}
 	}
-	msgs := make([]kafka.Message, len(recs))
-	for i, r := range recs {
-		v, err := json.Marshal(ErrorRecord{Sink: sinkName, Reason: reasons[i], Source: capsule.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, Value: string(r.Value)})
+	msgs := make([]kafka.Message, len(bad))
+	for i, p := range bad {
+		r := p.Record
+		v, err := json.Marshal(ErrorRecord{Sink: sinkName, Reason: p.Reason, Source: capsule.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, Value: string(r.Value)})
 		if err != nil {
 			return err
 		}
 		msgs[i] = kafka.Message{Topic: c.ErrorTopic, Value: v}
 	}
-	c.Logger.Warn("records a sink can never write sent to the error topic", "sink", sinkName, "records", len(recs), "topic", c.ErrorTopic, "first_reason", reasons[0])
+	c.Logger.Warn("records a sink can never write sent to the error topic", "sink", sinkName, "records", len(bad), "topic", c.ErrorTopic, "first_reason", bad[0].Reason)
 	return c.Producer.ProduceSync(ctx, msgs)
-}
-
-func (c *Config) batchConfig(group string) kafka.BatchConfig {
-	return kafka.BatchConfig{Kafka: c.Kafka, Group: group, Topics: c.Topics, TopicRegex: c.TopicRegex, Exclude: c.Exclude, MaxBatch: c.MaxBatch, BatchTime: c.BatchTime, Logger: c.Logger}
-}
-
-// RunSQL runs the SQL sink until ctx is done: each batch of capsules and
-// Event Platform events (JSON, or Avro decoded through the registry; see
-// sqlsink.Writer.Decode) is inserted (duplicates skipped row by row) before
-// its offsets are committed.
-func RunSQL(ctx context.Context, cfg Config, w *sqlsink.Writer) error {
-	cfg.defaults()
-	log := cfg.Logger.With("sink", "sql")
-	bc := cfg.batchConfig(cfg.Group)
-	return kafka.ConsumeBatches(ctx, bc, func(ctx context.Context, all []kafka.Record) error {
-		start := time.Now()
-		batch := cfg.dropCanaries("sql", slices.Clone(all))
-		rows := make([]map[string]any, 0, len(batch))
-		idx := make([]int, 0, len(batch)) // rows[i] came from batch[idx[i]]
-		var bad []kafka.Record
-		var why []string
-		for i, r := range batch {
-			m, reason, err := w.Decode(ctx, r.Value)
-			if err != nil {
-				cfg.Metrics.retried("sql")
-				return err // transient (the schema registry): retried
-			}
-			if reason != "" {
-				bad = append(bad, r)
-				why = append(why, reason)
-				continue
-			}
-			rows = append(rows, m)
-			idx = append(idx, i)
-		}
-		res, err := w.Write(ctx, rows)
-		if err != nil {
-			cfg.Metrics.retried("sql")
-			return err // transient: retried
-		}
-		for _, p := range res.Poison {
-			bad = append(bad, batch[idx[p.Index]])
-			why = append(why, p.Reason)
-		}
-		log.Debug("batch written", "rows", len(rows), "inserted", res.Inserted, "duplicates", res.Duplicates, "poison", len(bad))
-		if err := cfg.poison(ctx, "sql", bad, why); err != nil {
-			cfg.Metrics.retried("sql")
-			return err
-		}
-		cfg.Metrics.written("sql", batch, bad, start)
-		return nil
-	})
-}
-
-// RunFiles runs the file sink until ctx is done: records go to hour
-// partitions, published exactly once (the sink's own offsets decide where
-// consumption resumes); hours are closed with _SUCCESS every closeEvery.
-func RunFiles(ctx context.Context, cfg Config, s *filesink.Sink, closeEvery time.Duration) error {
-	cfg.defaults()
-	log := cfg.Logger.With("sink", "files")
-	bc := cfg.batchConfig(cfg.Group)
-	bc.StartOffsets = s.StartOffsets
-	if closeEvery <= 0 {
-		closeEvery = time.Minute
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var broken error // set by the hour closer before it stops the run
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(closeEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-t.C:
-				err := s.CloseHours(runCtx)
-				if errors.Is(err, filesink.ErrBroken) {
-					broken = fmt.Errorf("%w: %w", kafka.ErrFatalBatch, err)
-					stop()
-					return
-				}
-				if err != nil {
-					log.Warn("closing hours", "err", err)
-				}
-			}
-		}
-	}()
-	err := kafka.ConsumeBatches(runCtx, bc, func(ctx context.Context, all []kafka.Record) error {
-		start := time.Now()
-		batch := cfg.dropCanaries("files", slices.Clone(all))
-		res, err := s.Write(ctx, batch)
-		if errors.Is(err, filesink.ErrBroken) {
-			return fmt.Errorf("%w: %w", kafka.ErrFatalBatch, err)
-		}
-		if err != nil {
-			cfg.Metrics.retried("files")
-			return err
-		}
-		bad := make([]kafka.Record, len(res.Poison))
-		why := make([]string, len(res.Poison))
-		for i, p := range res.Poison {
-			bad[i], why[i] = p.Record, p.Reason
-		}
-		if err := cfg.poison(ctx, "files", bad, why); err != nil {
-			cfg.Metrics.retried("files")
-			return err
-		}
-		cfg.Metrics.written("files", batch, bad, start)
-		return nil
-	})
-	stop()
-	<-done
-	if broken != nil {
-		return broken // the process restarts and the sink resumes from its manifests
-	}
-	return err
 }

@@ -75,13 +75,6 @@ type formatWriter interface {
 	finish() error
 }
 
-// hourDir returns the directory of an hour of a topic, relative to the
-// root: <topic>/year=YYYY/month=MM/day=DD/hour=HH.
-func hourDir(topic string, hour int64) string {
-	t := time.Unix(hour, 0).UTC()
-	return fmt.Sprintf("%s/year=%04d/month=%02d/day=%02d/hour=%02d", topic, t.Year(), int(t.Month()), t.Day(), t.Hour())
-}
-
 // finalName returns the published path of f, relative to the root.
 func (s *Sink) finalName(f *openFile) string {
 	name := fmt.Sprintf("part-%d-%d-%d", f.st.partition, f.first, f.last)
@@ -173,7 +166,7 @@ func (s *Sink) checkpoint(st *partState) (err error) {
 		m.Files = append(m.Files, manifestEntry{Tmp: f.tmp, Final: final, First: f.first, Last: f.last, Records: f.records})
 	}
 	if len(files) > 0 {
-		if err := syncDir(s.abs(path.Dir(files[0].tmp))); err != nil {
+		if err := SyncDir(s.abs(path.Dir(files[0].tmp))); err != nil {
 			return err
 		}
 	}
@@ -201,7 +194,7 @@ func (s *Sink) checkpoint(st *partState) (err error) {
 	// temp directory's side of a rename needs no sync: recovery redoes a
 	// rename whose temp file is still there).
 	for _, d := range finalDirs {
-		if err := syncDir(s.abs(d)); err != nil {
+		if err := SyncDir(s.abs(d)); err != nil {
 			return err
 		}
 	}
@@ -253,7 +246,7 @@ func (s *Sink) writeManifest(m *manifest) error {
 	if err := mkdirAllSync(s.root, path.Dir(rel)); err != nil {
 		return err
 	}
-	return writeFileAtomic(s.abs(rel), append(b, '\n'))
+	return WriteFileAtomic(s.abs(rel), append(b, '\n'))
 }
 
 // recover finishes the renames of every manifest, deletes orphan temp
@@ -322,7 +315,7 @@ func (s *Sink) recover() error {
 	if err := mkdirAllSync(s.root, inprogressDir); err != nil {
 		return err
 	}
-	if err := syncDir(s.abs(stateDir)); err != nil {
+	if err := SyncDir(s.abs(stateDir)); err != nil {
 		return err
 	}
 	if err := s.loadHours(); err != nil {
@@ -389,71 +382,9 @@ func (s *Sink) finishRenames(m *manifest) (int, error) {
 		}
 	}
 	for _, d := range dirs {
-		if err := syncDir(s.abs(d)); err != nil {
+		if err := SyncDir(s.abs(d)); err != nil {
 			return n, err
 		}
 	}
 	return n, nil
-}
-
-// writeFileAtomic replaces p with b: temp file, fsync, rename, directory
-// fsync.
-func writeFileAtomic(p string, b []byte) error {
-	tmp := p + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(p))
-}
-
-// mkdirAllSync creates root/rel and its missing parents, fsyncing the
-// parent of each directory it creates so the new entries are durable.
-func mkdirAllSync(root, rel string) error {
-	dir := root
-	for _, seg := range strings.Split(rel, "/") {
-		if seg == "" {
-			continue
-		}
-		next := filepath.Join(dir, seg)
-		err := os.Mkdir(next, 0o755)
-		switch {
-		case err == nil:
-			if err := syncDir(dir); err != nil {
-				return err
-			}
-		case errors.Is(err, fs.ErrExist):
-		default:
-			return err
-		}
-		dir = next
-	}
-	return nil
-}
-
-// syncDir fsyncs a directory, making renames and creations in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
 }

@@ -96,21 +96,23 @@
 // consumer group member — per root. With several members writing separate
 // roots, a partition moving between them would be duplicated or lost.
 //
-// The runner:
+// sink.Run drives a Sink (a sink.Sink, sink.Resumer and sink.Maintainer):
 //
-//   - opens the sink and passes Sink.StartOffsets as
-//     kafka.BatchConfig.StartOffsets (it returns an offset for every assigned
-//     partition, so the group's committed offsets are never used);
-//   - in the batch handler calls Write; on an error wrapping ErrBroken it
-//     stops consuming (returns an error wrapping kafka.ErrFatalBatch), and
-//     the process, or the runner after Close and Open, starts again from
-//     StartOffsets; other errors it returns (ConsumeBatches retries the
-//     batch); Result.Poison it produces to the error topic (acknowledged)
-//     before returning nil;
-//   - calls CloseHours on a timer, about every minute (age rotation and
-//     _SUCCESS markers depend on it), and stops too when it returns
-//     ErrBroken;
-//   - calls Close after ConsumeBatches returned.
+//   - it passes Sink.StartOffsets as kafka.BatchConfig.StartOffsets (it
+//     returns an offset for every assigned partition, so the group's
+//     committed offsets are never used);
+//   - in the batch handler it calls WriteRecords (Write); an error wrapping
+//     ErrBroken also wraps sink.ErrFatal, so it stops consuming, and the
+//     process starts again from StartOffsets after Close and Open; other
+//     errors retry the batch; it produces the poison records to the error
+//     topic, and waits for the acknowledgement, before the batch is done;
+//   - it calls Maintain (CloseHours) on a timer, about every minute (age
+//     rotation and _SUCCESS markers depend on it), and stops too when that
+//     returns ErrBroken;
+//   - it calls Close after ConsumeBatches returned.
+//
+// Purge (internal/purge) reads and changes the same layout through Hours,
+// RemoveHour, PublishFile, WriteFileAtomic and SyncDir.
 //
 // Limitation: idleness is judged by the wall clock, since batches carry no
 // high watermarks. If consumption stalls for longer than IdleAfter (Kafka

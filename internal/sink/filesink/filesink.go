@@ -17,6 +17,7 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/sink"
 )
 
 // Format is the file format a Sink writes.
@@ -124,12 +125,9 @@ const (
 	pointPublished = "published" // renamed and directories fsynced
 )
 
-// Poison is a record that cannot be placed in any file. The caller sends it
-// to the error topic.
-type Poison struct {
-	Record kafka.Record
-	Reason string
-}
+// Poison is a record that cannot be placed in any file, with the reason.
+// The caller (sink.Run) sends it to the error topic.
+type Poison = sink.Poison
 
 // Result is the outcome of one Write.
 type Result struct {
@@ -422,6 +420,35 @@ func (s *Sink) Write(ctx context.Context, batch []kafka.Record) (Result, error) 
 		return Result{}, s.fail(err)
 	}
 	return res, nil
+}
+
+// WriteRecords is Write as sink.Run calls it (sink.Sink): it returns the
+// poison records, and an error wrapping ErrBroken also wraps sink.ErrFatal,
+// which stops the runner; the next Open resumes from StartOffsets.
+func (s *Sink) WriteRecords(ctx context.Context, batch []kafka.Record) ([]Poison, error) {
+	res, err := s.Write(ctx, batch)
+	return res.Poison, fatal(err)
+}
+
+// Maintain is CloseHours as sink.Run calls it (sink.Maintainer), on a
+// timer: an error wrapping ErrBroken also wraps sink.ErrFatal.
+func (s *Sink) Maintain(ctx context.Context) error {
+	return fatal(s.CloseHours(ctx))
+}
+
+// The runner's view of a Sink.
+var (
+	_ sink.Sink       = (*Sink)(nil)
+	_ sink.Resumer    = (*Sink)(nil)
+	_ sink.Maintainer = (*Sink)(nil)
+)
+
+// fatal marks an error wrapping ErrBroken as fatal to the runner.
+func fatal(err error) error {
+	if errors.Is(err, ErrBroken) {
+		return fmt.Errorf("%w: %w", sink.ErrFatal, err)
+	}
+	return err
 }
 
 // Close publishes every open file and releases the root. Files of a

@@ -174,7 +174,7 @@ func (s *Sink) writeSuccess(topic string, hour time.Time) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return syncDir(s.abs(dir))
+	return SyncDir(s.abs(dir))
 }
 
 // noteHours records, before a checkpoint publishes files, the hours they
@@ -222,7 +222,7 @@ func (s *Sink) saveHours(hs *hourState) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(s.abs(path.Join(hoursDir, hs.Topic+".json")), append(b, '\n'))
+	return WriteFileAtomic(s.abs(path.Join(hoursDir, hs.Topic+".json")), append(b, '\n'))
 }
 
 // loadHours reads every topic's closing state.

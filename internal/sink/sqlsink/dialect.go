@@ -53,14 +53,10 @@ func newDialect(name Dialect) (*dialect, error) {
 	return nil, fmt.Errorf("sqlsink: unknown dialect %q (want %q, %q or %q)", name, SQLite, MySQL, Postgres)
 }
 
-// quote quotes an identifier: backticks on MySQL, double quotes elsewhere,
-// the quote character doubled inside. Identifiers never contain NUL (see
-// columnBase), the one character no dialect can quote.
+// quote quotes an identifier (Dialect.Quote). Identifiers never contain
+// NUL (see columnBase), the one character no dialect can quote.
 func (d *dialect) quote(id string) string {
-	if d.name == MySQL {
-		return "`" + strings.ReplaceAll(id, "`", "``") + "`"
-	}
-	return `"` + strings.ReplaceAll(id, `"`, `""`) + `"`
+	return d.name.Quote(id)
 }
 
 // sqlType is the column type of t.
@@ -301,29 +297,15 @@ type execer interface {
 // readColumns returns the columns of table (lower-case name → type
 // class), empty when the table does not exist.
 func (d *dialect) readColumns(ctx context.Context, ex execer, table string) (map[string]string, error) {
-	var q string
-	switch d.name {
-	case SQLite:
-		q = "SELECT name, type FROM pragma_table_info(?)"
-	case MySQL:
-		q = "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?"
-	default:
-		q = "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1"
-	}
-	rows, err := ex.QueryContext(ctx, q, table)
+	list, err := d.name.Columns(ctx, ex, table)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = rows.Close() }()
-	cols := map[string]string{}
-	for rows.Next() {
-		var name, typ string
-		if err := rows.Scan(&name, &typ); err != nil {
-			return nil, err
-		}
-		cols[strings.ToLower(name)] = typeClass(typ)
+	cols := make(map[string]string, len(list))
+	for _, c := range list {
+		cols[strings.ToLower(c.Name)] = typeClass(c.Type)
 	}
-	return cols, rows.Err()
+	return cols, nil
 }
 
 // typeClass reduces a column type, as declared or as reported by the

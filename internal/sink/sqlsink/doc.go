@@ -179,4 +179,16 @@
 // timeouts, locks, a transient schema fetch error, ctx) is returned as an
 // error, and the caller retries the batch: tables written before the error
 // keep their rows, and the retry counts them as duplicates.
+//
+// # Running it
+//
+// sink.Run drives a Writer through [Writer.WriteRecords] (it implements
+// sink.Sink): each batch of Kafka records is decoded ([Writer.Decode]) and
+// written, and the records that can never be stored go to the error topic
+// with the reason before the batch's offsets are committed.
+//
+// Purge (internal/purge) reads and changes the tables through their layout
+// as exported here: [Dialect.Quote], [Dialect.Placeholder], the catalog
+// ([Dialect.Tables], [Dialect.Columns], [IsEventTable]), [FieldColumn] and
+// [TimestampLayout].
 package sqlsink

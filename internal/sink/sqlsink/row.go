@@ -348,7 +348,8 @@ func floatValue(v any) (float64, error) {
 }
 
 // mediaWikiTimestamp formats epoch seconds as the 14-character UTC
-// YYYYMMDDHHMMSS of MediaWiki (and of the original's timestamp column).
+// YYYYMMDDHHMMSS of MediaWiki (and of the original's timestamp column):
+// TimestampLayout, without time.Format's cost.
 func mediaWikiTimestamp(sec int64) (string, bool) {
 	// 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z.
 	const lo, hi = -62167219200, 253402300799

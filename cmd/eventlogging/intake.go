@@ -16,6 +16,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/intake"
 	"github.com/eventlogging/eventlogging/internal/iphash"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/logging"
 	"github.com/eventlogging/eventlogging/internal/process"
 	"github.com/eventlogging/eventlogging/internal/schema"
 	"github.com/eventlogging/eventlogging/internal/spool"
@@ -112,7 +113,8 @@ func runIntake(ctx context.Context, args []string, stderr io.Writer, log *slog.L
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.handler())
 	mux.Handle("/", m.wrap("intake", p.server))
-	g.Go(func() error { return intake.Serve(gctx, ln, mux, log) })
+	handler := logging.Requests(mux, log.With("component", "http"), c.Log.RequestSample)
+	g.Go(func() error { return intake.Serve(gctx, ln, handler, log) })
 	log.Info("intake listening", "addr", ln.Addr().String(), "raw_topic", c.Intake.RawTopic)
 	return g.Wait()
 }

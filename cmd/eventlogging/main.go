@@ -11,7 +11,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/eventlogging/eventlogging/internal/config"
+	"github.com/eventlogging/eventlogging/internal/logging"
 )
 
 const usage = `eventlogging — an analytics event pipeline on Kafka.
@@ -60,9 +64,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	// The log's format and level are known before the command reads its
+	// configuration, so that its very first lines have them.
+	lc := logConfig(args[1:])
 	level := new(slog.LevelVar)
-	level.Set(logLevel())
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if l, err := lc.SlogLevel(); err == nil {
+		level.Set(l)
+	}
+	format, _ := logging.ParseFormat(lc.Format) // text when invalid: the command's config.Load reports it
+	logger := slog.New(logging.NewHandler(stderr, format, level))
 	slog.SetDefault(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -121,6 +131,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(stderr, "eventlogging:", err)
 		return 2
+	case format == logging.JSON:
+		// Machines read this log: the last line is JSON too.
+		logger.Error("command failed", "command", args[0], "err", err)
+		return 1
 	default:
 		fmt.Fprintln(stderr, "eventlogging:", err)
 		return 1
@@ -135,12 +149,40 @@ type runtimeEnv struct {
 	hup   <-chan os.Signal
 }
 
-func logLevel() slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(os.Getenv("EVENTLOGGING_LOG_LEVEL"))); err != nil {
-		return slog.LevelInfo
+// logConfig is the log section a command will run with: that of the file
+// given with --config (under the EVENTLOGGING_LOG_* environment), or, when
+// there is none or it does not load, the environment's alone. A file that
+// does not load is reported by the command itself.
+func logConfig(args []string) config.Log {
+	if c, err := config.Load(configFlag(args)); err == nil {
+		return c.Log
 	}
-	return l
+	return config.Log{Level: os.Getenv("EVENTLOGGING_LOG_LEVEL"), Format: os.Getenv("EVENTLOGGING_LOG_FORMAT")}
+}
+
+// configFlag is the value of the --config (or -config) flag in a command's
+// arguments, "" when there is none. Every command that reads a
+// configuration file takes it under that name.
+func configFlag(args []string) string {
+	for i, a := range args {
+		if a == "--" {
+			break // the rest are arguments
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name != "config" {
+			continue
+		}
+		if hasValue {
+			return value
+		}
+		if i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 // newFlagSet returns a flag set that prints its usage with a header.

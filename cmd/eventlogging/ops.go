@@ -21,6 +21,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/inspect"
 	"github.com/eventlogging/eventlogging/internal/intake"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/logging"
 )
 
 // opsFlags are the flags of the commands that look at a running pipeline
@@ -83,15 +84,23 @@ func newInspector(c config.Config, kc kafka.Config, health map[string]string, lo
 	})
 }
 
-// dashboardHandler is the dashboard over ins, mounted at prefix; it ends
-// its live streams when stop is closed.
+// dashboardHandler is the dashboard over ins, mounted at prefix, open to
+// the admin networks and to dashboard.token only; it ends its live streams
+// when stop is closed.
 func dashboardHandler(ins *inspect.Inspector, c config.Config, prefix string, stop <-chan struct{}, log *slog.Logger) (http.Handler, error) {
-	return dashboard.New(ins, dashboard.Config{
-		ReplayToken: c.Dashboard.ReplayToken,
-		Prefix:      prefix,
-		Stop:        stop,
-		Logger:      log.With("component", "dashboard"),
+	guard, err := dashboardGuard(c)
+	if err != nil {
+		return nil, err
+	}
+	h, err := dashboard.New(ins, dashboard.Config{
+		Prefix: prefix,
+		Stop:   stop,
+		Logger: log.With("component", "dashboard"),
 	})
+	if err != nil {
+		return nil, err
+	}
+	return guard.Handler(h), nil
 }
 
 const dashboardHelp = `Usage: eventlogging dashboard [--config FILE] [--kafka-brokers ADDRS] [--registry URL] [--listen ADDR]
@@ -108,8 +117,11 @@ pipeline, read from Kafka and the schema registry:
   /metrics      Prometheus metrics, including consumer lag of every
                 eventlogging group
 
-Replays require dashboard.replay_token (EVENTLOGGING_DASHBOARD_REPLAY_TOKEN)
-when it is set. Standalone serves the same dashboard at /dashboard/.`
+The dashboard (pages, API and replay) answers the admin networks only
+(security.admin_networks, default loopback: 127.0.0.0/8 and ::1), and
+other clients that send dashboard.token (EVENTLOGGING_DASHBOARD_TOKEN) as
+"Authorization: Bearer <token>"; others get 403. /metrics stays open.
+Standalone serves the same dashboard at /dashboard/.`
 
 func runDashboard(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger) error {
 	fs := newFlagSet("dashboard", dashboardHelp, stderr)
@@ -169,8 +181,9 @@ func runDashboard(ctx context.Context, args []string, stderr io.Writer, log *slo
 	mux.Handle("/", m.wrap("dashboard", dash))
 	g.Go(func() error { return ins.Run(gctx) })
 	m.watchLag(gctx, g, c, kc, nil, log)
-	g.Go(func() error { return intake.Serve(gctx, ln, mux, log) })
-	log.Info("dashboard listening", "addr", "http://"+hostAddr(ln.Addr()), "kafka", c.Kafka.Brokers, "registry", c.Registry.URL)
+	h := logging.Requests(mux, log.With("component", "http"), c.Log.RequestSample)
+	g.Go(func() error { return intake.Serve(gctx, ln, h, log) })
+	log.Info("dashboard listening", "addr", "http://"+hostAddr(ln.Addr()), "kafka", c.Kafka.Brokers, "registry", c.Registry.URL, "admin_networks", c.Security.AdminNetworks)
 	return g.Wait()
 }
 

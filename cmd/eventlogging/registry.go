@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/config"
 	"github.com/eventlogging/eventlogging/internal/intake"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/logging"
 	"github.com/eventlogging/eventlogging/internal/registry"
 	"github.com/eventlogging/eventlogging/internal/registry/compat"
 )
@@ -30,6 +30,14 @@ Its state lives in a compacted Kafka topic (registry.topic): every instance
 replays it and serves reads; one instance, elected through Kafka, writes, and
 the others forward writes to it. The global id of a schema is the legacy
 EventLogging revision.
+
+Reads, lookups and compatibility checks are open to every client; writes
+(registering, deleting, PUT /config, PUT /mode) only to the admin networks
+(security.admin_networks, default loopback) or with registry.write_token
+(EVENTLOGGING_REGISTRY_WRITE_TOKEN) as "Authorization: Bearer <token>";
+others get 403. Instances forward writes to the leader with that token: a
+registry of several instances needs it, or each other's addresses in the
+admin networks.
 
 Processors and intakes resolve schemas through it when registry.url is set.
 With --import DIR (registry.import_dir), the schema folder is registered at
@@ -83,40 +91,45 @@ func runRegistry(ctx context.Context, args []string, stderr io.Writer, log *slog
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.handler())
 	mux.Handle("/", m.wrap("registry", reg.Handler()))
-	g.Go(func() error { return intake.Serve(gctx, ln, mux, log) })
+	h := logging.Requests(mux, log.With("component", "http"), c.Log.RequestSample)
+	g.Go(func() error { return intake.Serve(gctx, ln, h, log) })
 	if dir := c.Registry.ImportDir; dir != "" {
 		g.Go(func() error { return importSchemas(gctx, reg, dir, log) })
 	}
-	log.Info("registry listening", "addr", ln.Addr().String(), "self_url", self, "topic", c.Registry.Topic)
+	log.Info("registry listening", "addr", ln.Addr().String(), "self_url", self, "topic", c.Registry.Topic, "admin_networks", c.Security.AdminNetworks)
 	return g.Wait()
 }
 
 // startRegistry runs a registry on its Kafka log in g and, when
 // registry.import_dir is set, imports it once the registry can write.
 func startRegistry(ctx context.Context, g *errgroup.Group, c config.Config, kc kafka.Config, selfURL string, log *slog.Logger) (*registry.Registry, error) {
-	rlog := log.With("component", "registry")
+	guard, err := registryGuard(c)
+	if err != nil {
+		return nil, err
+	}
+	// Each package names itself: the schema log as schema-log, the
+	// registry as registry.
 	schemaLog, err := kafka.NewSchemaLog(kafka.SchemaLogConfig{
 		Kafka:             kc,
 		Topic:             c.Registry.Topic,
 		SelfURL:           selfURL,
 		ReplicationFactor: c.Kafka.ReplicationFactor,
-		Logger:            rlog,
+		Logger:            log,
 	})
 	if err != nil {
 		return nil, err
-	}
-	token := c.Registry.Token
-	if token == "" {
-		token = os.Getenv("EVENTLOGGING_REGISTRY_TOKEN")
 	}
 	reg, err := registry.New(registry.Config{
 		Log:          schemaLog,
 		Check:        compatCheck,
 		DefaultLevel: c.Registry.DefaultCompatibility,
-		WriteToken:   token,
+		Authorize:    guard.Check,
+		// Forwarded writes carry the token, so that the leader admits
+		// them whatever this instance's address.
+		WriteToken: c.Registry.AdminToken(),
 		// A schema record must fit a Kafka message (max.message.bytes, 1 MB by default).
 		MaxBodyBytes: 900 << 10,
-		Logger:       rlog,
+		Logger:       log,
 	})
 	if err != nil {
 		return nil, err

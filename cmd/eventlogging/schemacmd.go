@@ -40,7 +40,8 @@ Commands:
 Flags:
   --registry URL   registry base URL, e.g. http://localhost:8080/registry
                    (env EVENTLOGGING_REGISTRY_URL)
-  --token TOKEN    bearer token for registry writes (env EVENTLOGGING_REGISTRY_TOKEN)
+  --token TOKEN    bearer token for registry writes from outside the admin networks
+                   (env EVENTLOGGING_REGISTRY_WRITE_TOKEN, or EVENTLOGGING_REGISTRY_TOKEN)
   --level LEVEL    NONE, BACKWARD, FORWARD, FULL, or their _TRANSITIVE forms`
 
 func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -54,7 +55,11 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cmd := args[0]
 	fs := newFlagSet("schema "+cmd, schemaHelp, stderr)
 	registry := fs.String("registry", os.Getenv("EVENTLOGGING_REGISTRY_URL"), "registry base URL")
-	token := fs.String("token", os.Getenv("EVENTLOGGING_REGISTRY_TOKEN"), "bearer token for registry writes")
+	defaultToken := os.Getenv("EVENTLOGGING_REGISTRY_WRITE_TOKEN")
+	if defaultToken == "" {
+		defaultToken = os.Getenv("EVENTLOGGING_REGISTRY_TOKEN") // the former name
+	}
+	token := fs.String("token", defaultToken, "bearer token for registry writes")
 	level := fs.String("level", "BACKWARD", "compatibility level for compat")
 	flagArgs, pos := splitArgs(fs, args[1:])
 	if err := parseFlags(fs, flagArgs); err != nil {

@@ -32,11 +32,13 @@ func securityRequest(t *testing.T, method, u, body string, header map[string]str
 	return resp.StatusCode, string(b)
 }
 
-// TestSecurityTokens: a standalone with the registry's write token and the
-// dashboard's replay token set through the environment refuses writes and
-// replays without them (401), accepts them with them (200), and never
-// prints either token: not in its log, not in /metrics, not in
-// check-config's output.
+// TestSecurityTokens: a standalone that admits no network to its admin
+// routes (security.admin_networks empty), with the registry's write token
+// and the dashboard's token set through the environment under their former
+// names (registry.token, dashboard.replay_token), refuses writes and the
+// dashboard without them (403) — from loopback too —, accepts them with
+// them (200), and never prints either token: not in its log, not in
+// /metrics, not in check-config's output.
 func TestSecurityTokens(t *testing.T) {
 	const (
 		regToken    = "reg-token-5b0c1e9f7d"
@@ -46,6 +48,7 @@ func TestSecurityTokens(t *testing.T) {
 	addr := freeAddr(t)
 	base := "http://" + addr
 	sa := startService(t, "standalone", []string{
+		"EVENTLOGGING_SECURITY_ADMIN_NETWORKS=",
 		"EVENTLOGGING_REGISTRY_TOKEN=" + regToken,
 		"EVENTLOGGING_DASHBOARD_REPLAY_TOKEN=" + replayToken,
 		"EVENTLOGGING_LOG_LEVEL=debug",
@@ -70,8 +73,8 @@ func TestSecurityTokens(t *testing.T) {
 		"the replay one":  with(ctype, "Authorization", "Bearer "+replayToken),
 		"not as a bearer": with(ctype, "Authorization", "Basic "+regToken),
 	} {
-		if status, body := securityRequest(t, http.MethodPost, register, string(schemaBody), h); status != http.StatusUnauthorized || !strings.Contains(body, "40101") {
-			t.Errorf("register with %s: %d %s, want 401 (error_code 40101)", name, status, body)
+		if status, body := securityRequest(t, http.MethodPost, register, string(schemaBody), h); status != http.StatusForbidden || !strings.Contains(body, "40301") || !strings.Contains(body, "registry.write_token") {
+			t.Errorf("register with %s: %d %s, want 403 (error_code 40301) naming registry.write_token", name, status, body)
 		}
 	}
 	var id struct{ ID int }
@@ -101,8 +104,11 @@ func TestSecurityTokens(t *testing.T) {
 	}
 	// The dashboard lists errors from its own sample of the topic: wait
 	// until it knows this one, so that the replay below has it.
+	if status, body := securityRequest(t, http.MethodGet, base+"/dashboard/api/errors", "", nil); status != http.StatusForbidden || !strings.Contains(body, "dashboard.token") {
+		t.Errorf("dashboard without the token: %d %s, want 403 naming dashboard.token", status, body)
+	}
 	waitFor(t, 60*time.Second, "the dashboard to list the EventError", func() bool {
-		_, body := securityRequest(t, http.MethodGet, base+"/dashboard/api/errors", "", nil)
+		_, body := securityRequest(t, http.MethodGet, base+"/dashboard/api/errors", "", map[string]string{"Authorization": "Bearer " + replayToken})
 		return strings.Contains(body, ec.UUID)
 	})
 	replay := base + "/dashboard/api/replay"
@@ -113,8 +119,8 @@ func TestSecurityTokens(t *testing.T) {
 		"wrong token":    with(jsonType, "Authorization", "Bearer not-"+replayToken),
 		"the registry's": with(jsonType, "Authorization", "Bearer "+regToken),
 	} {
-		if status, body := securityRequest(t, http.MethodPost, replay, replayBody, h); status != http.StatusUnauthorized {
-			t.Errorf("replay with %s: %d %s, want 401", name, status, body)
+		if status, body := securityRequest(t, http.MethodPost, replay, replayBody, h); status != http.StatusForbidden {
+			t.Errorf("replay with %s: %d %s, want 403", name, status, body)
 		}
 	}
 	status, body = securityRequest(t, http.MethodPost, replay, replayBody, with(jsonType, "Authorization", "Bearer "+replayToken))

@@ -17,6 +17,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/config"
 	"github.com/eventlogging/eventlogging/internal/intake"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/logging"
 )
 
 const standaloneHelp = `Usage: eventlogging standalone [--data-dir DIR] [--listen ADDR] [--schemas DIR] [--streams FILE] [--config FILE]
@@ -58,7 +59,13 @@ without a restart; a broken file refuses the reload and is logged.
 
 HTTP (one port, default :8080): /beacon/event, /v1/events, /v1/streams,
 /static/eventlogging.js, /healthz, /readyz — see "eventlogging intake --help"; the schema registry
-at /registry/, the dashboard at /dashboard/ (and /), Prometheus metrics at /metrics.`
+at /registry/, the dashboard at /dashboard/ (and /), Prometheus metrics at /metrics.
+
+Admin routes — registry writes (POST, PUT and DELETE under /registry/,
+except lookups and compatibility checks) and the whole dashboard — answer the
+admin networks only (security.admin_networks, default loopback: 127.0.0.0/8
+and ::1), or a client that sends registry.write_token or dashboard.token as
+"Authorization: Bearer <token>"; others get 403. Everything else is open.`
 
 func runStandalone(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger, rt runtimeEnv) error {
 	fs := newFlagSet("standalone", standaloneHelp, stderr)
@@ -169,7 +176,8 @@ func serveAll(ctx context.Context, c config.Config, rl *reloader, log *slog.Logg
 	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHTTP()
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- intake.Serve(httpCtx, ln, mux, log) }()
+	handler := logging.Requests(mux, log.With("component", "http"), c.Log.RequestSample)
+	go func() { httpDone <- intake.Serve(httpCtx, ln, handler, log) }()
 	defer func() {
 		stopHTTP()
 		if err := <-httpDone; err != nil {
@@ -210,7 +218,7 @@ func serveAll(ctx context.Context, c config.Config, rl *reloader, log *slog.Logg
 	if err := writeStandaloneInfo(c.Standalone.DataDir, ln.Addr()); err != nil {
 		return fail(err)
 	}
-	log.Info("standalone running", "http", base, "registry", c.Registry.URL, "kafka", c.Kafka.Brokers, "data_dir", c.Standalone.DataDir)
+	log.Info("standalone running", "http", base, "registry", c.Registry.URL, "kafka", c.Kafka.Brokers, "data_dir", c.Standalone.DataDir, "admin_networks", c.Security.AdminNetworks)
 	return g.Wait()
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
+	"github.com/eventlogging/eventlogging/internal/logging"
 )
 
 // DefaultRawFormat is the varnishkafka-style TSV layout of raw client-side
@@ -37,6 +38,7 @@ type Config struct {
 	Sink       Sink       `yaml:"sink"`
 	Metrics    Metrics    `yaml:"metrics"`
 	Dashboard  Dashboard  `yaml:"dashboard"`
+	Security   Security   `yaml:"security"`
 	Log        Log        `yaml:"log"`
 }
 
@@ -45,6 +47,30 @@ type Log struct {
 	// Level: debug, info (default), warn or error. Env
 	// EVENTLOGGING_LOG_LEVEL. Long-running roles read it again on SIGHUP.
 	Level string `yaml:"level"`
+	// Format of the lines on stderr: text (key=value, the default) or
+	// json (one object per line). Env EVENTLOGGING_LOG_FORMAT, which also
+	// applies to the lines written before the file is read. Read at start.
+	Format string `yaml:"format"`
+	// RequestSample is the share of HTTP requests logged, one line each
+	// (method, path, status, bytes, duration_ms; never the query or the
+	// client address), from 0 (the default: none) to 1 (all). Env
+	// EVENTLOGGING_LOG_REQUEST_SAMPLE.
+	RequestSample float64 `yaml:"request_sample"`
+}
+
+// Security says who may use the admin routes of the HTTP services: the
+// registry's writes (register, delete, PUT /config, PUT /mode), the
+// dashboard (its pages, its API and its replay). A client is admitted when
+// its address is in AdminNetworks, or when it sends the route's token
+// (registry.write_token, dashboard.token) as "Authorization: Bearer
+// <token>"; others get 403. The client address is the socket's peer, or
+// the X-Forwarded-For client when the peer is in intake.trusted_proxies.
+type Security struct {
+	// AdminNetworks are addresses and CIDR prefixes of the clients admitted
+	// without a token; default loopback (127.0.0.0/8, ::1). An empty list
+	// admits no network: only the tokens. Env
+	// EVENTLOGGING_SECURITY_ADMIN_NETWORKS (comma-separated; empty: none).
+	AdminNetworks []string `yaml:"admin_networks"`
 }
 
 // SlogLevel parses the level; "" is info.
@@ -75,9 +101,22 @@ type Metrics struct {
 type Dashboard struct {
 	// Listen is the HTTP address of `eventlogging dashboard`.
 	Listen string `yaml:"listen"`
-	// ReplayToken, when set, is required to replay EventErrors from the
-	// dashboard. Env EVENTLOGGING_DASHBOARD_REPLAY_TOKEN.
+	// Token admits a client outside security.admin_networks to the
+	// dashboard (pages, API, replay) when sent as "Authorization: Bearer
+	// <token>". Env EVENTLOGGING_DASHBOARD_TOKEN. Never logged.
+	Token string `yaml:"token"`
+	// ReplayToken is the former name of Token (it guarded the replay
+	// only), still read. Env EVENTLOGGING_DASHBOARD_REPLAY_TOKEN.
 	ReplayToken string `yaml:"replay_token"`
+}
+
+// AdminToken is the dashboard's token: token, else the former
+// replay_token.
+func (d Dashboard) AdminToken() string {
+	if d.Token != "" {
+		return d.Token
+	}
+	return d.ReplayToken
 }
 
 // Sink configures `eventlogging sink` (and the sinks inside standalone).
@@ -120,13 +159,28 @@ type Registry struct {
 	SelfURL string `yaml:"self_url"`
 	// Topic is the compacted topic holding the registry's state.
 	Topic string `yaml:"topic"`
-	// Token, when set, is required as a bearer token on every write. Env
-	// EVENTLOGGING_REGISTRY_TOKEN.
+	// WriteToken admits a write from a client outside
+	// security.admin_networks when sent as "Authorization: Bearer <token>";
+	// registry instances also send it on the writes they forward to the
+	// leader. Env EVENTLOGGING_REGISTRY_WRITE_TOKEN. Never logged.
+	WriteToken string `yaml:"write_token"`
+	// Token is the former name of WriteToken, still read. Env
+	// EVENTLOGGING_REGISTRY_TOKEN (which `eventlogging schema push` also
+	// reads).
 	Token string `yaml:"token"`
 	// DefaultCompatibility until PUT /config sets one.
 	DefaultCompatibility string `yaml:"default_compatibility"`
 	// ImportDir is a schema folder registered at start (idempotent).
 	ImportDir string `yaml:"import_dir"`
+}
+
+// AdminToken is the registry's write token: write_token, else the former
+// token.
+func (r Registry) AdminToken() string {
+	if r.WriteToken != "" {
+		return r.WriteToken
+	}
+	return r.Token
 }
 
 // Values of Intake.Ack.
@@ -299,6 +353,7 @@ func Default() Config {
 		},
 		Metrics:   Metrics{LagInterval: 15 * time.Second},
 		Dashboard: Dashboard{Listen: ":8090"},
+		Security:  Security{AdminNetworks: []string{"127.0.0.0/8", "::1"}},
 		Standalone: Standalone{
 			DataDir:     "data",
 			KafkaListen: "127.0.0.1:19092",
@@ -367,6 +422,15 @@ var validGroup = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 // Validate reports the first problem with the configuration, naming the key.
 func (c *Config) Validate() error {
 	if _, err := c.Log.SlogLevel(); err != nil {
+		return err
+	}
+	if _, err := logging.ParseFormat(c.Log.Format); err != nil {
+		return fmt.Errorf("config: log.format: %q, want text or json", c.Log.Format)
+	}
+	if s := c.Log.RequestSample; !(s >= 0 && s <= 1) {
+		return fmt.Errorf("config: log.request_sample: %v, want a share from 0 (no request logged) to 1 (every request)", s)
+	}
+	if err := c.validateAdmin(); err != nil {
 		return err
 	}
 	if len(c.Kafka.Brokers) == 0 {
@@ -455,10 +519,8 @@ func (c *Config) validateIntake() error {
 		return fmt.Errorf("config: intake.max_batch_events: %d, want at least 1", in.MaxBatchEvents)
 	}
 	for _, p := range in.TrustedProxies {
-		if _, err := netip.ParsePrefix(p); err != nil {
-			if _, err := netip.ParseAddr(p); err != nil {
-				return fmt.Errorf("config: intake.trusted_proxies: %q is not an address or CIDR prefix", p)
-			}
+		if !validPrefix(p) {
+			return fmt.Errorf("config: intake.trusted_proxies: %q is not an address or CIDR prefix", p)
 		}
 	}
 	if in.SpoolDir == "" {
@@ -541,6 +603,33 @@ func (c *Config) validateIntake() error {
 	return nil
 }
 
+// validateAdmin checks the admin networks and the tokens' former names.
+// Errors never hold a token.
+func (c *Config) validateAdmin() error {
+	for _, n := range c.Security.AdminNetworks {
+		if !validPrefix(n) {
+			return fmt.Errorf("config: security.admin_networks: %q is not an address or CIDR prefix (e.g. 10.0.0.0/8, 192.0.2.7, ::1)", n)
+		}
+	}
+	if r := c.Registry; r.Token != "" && r.WriteToken != "" && r.Token != r.WriteToken {
+		return errors.New("config: registry.token: the former name of registry.write_token, set to another value than it (EVENTLOGGING_REGISTRY_TOKEN, EVENTLOGGING_REGISTRY_WRITE_TOKEN): keep registry.write_token only")
+	}
+	if d := c.Dashboard; d.ReplayToken != "" && d.Token != "" && d.ReplayToken != d.Token {
+		return errors.New("config: dashboard.replay_token: the former name of dashboard.token, set to another value than it (EVENTLOGGING_DASHBOARD_REPLAY_TOKEN, EVENTLOGGING_DASHBOARD_TOKEN): keep dashboard.token only")
+	}
+	return nil
+}
+
+// validPrefix reports whether s is an address or a CIDR prefix.
+func validPrefix(s string) bool {
+	s = strings.TrimSpace(s)
+	if _, err := netip.ParsePrefix(s); err == nil {
+		return true
+	}
+	_, err := netip.ParseAddr(s)
+	return err == nil
+}
+
 // SASL mechanisms kafka.sasl_mechanism accepts.
 var saslMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 
@@ -603,8 +692,8 @@ func (k *Kafka) validateSecurity() error {
 }
 
 // Redacted is a copy of c with every secret replaced by "***" (the SASL
-// password, the registry and replay tokens, a password in sink.sql), for
-// printing.
+// password, the registry and dashboard tokens, a password in sink.sql),
+// for printing.
 func (c Config) Redacted() Config {
 	hide := func(s *string) {
 		if *s != "" {
@@ -612,7 +701,9 @@ func (c Config) Redacted() Config {
 		}
 	}
 	hide(&c.Kafka.SASLPassword)
+	hide(&c.Registry.WriteToken)
 	hide(&c.Registry.Token)
+	hide(&c.Dashboard.Token)
 	hide(&c.Dashboard.ReplayToken)
 	c.Sink.SQL = redactDSN(c.Sink.SQL)
 	return c
@@ -674,6 +765,12 @@ func setFromString(f reflect.Value, s string) error {
 			return err
 		}
 		f.SetInt(n)
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return err
+		}
+		f.SetFloat(x)
 	default:
 		return fmt.Errorf("cannot be set from the environment (%s)", f.Type())
 	}

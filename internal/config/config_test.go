@@ -136,7 +136,9 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	c := Default()
 	c.Kafka.SASLMechanism, c.Kafka.SASLUsername, c.Kafka.SASLPassword = "PLAIN", "u", "kafka-pass-1"
 	c.Registry.Token = "registry-token-2"
+	c.Registry.WriteToken = "registry-token-2"
 	c.Dashboard.ReplayToken = "replay-token-3"
+	c.Dashboard.Token = "replay-token-3"
 	c.Sink.SQL = "postgres://el:db-pass-4@db:5432/events"
 	r := c.Redacted()
 	out, err := yaml.Marshal(r)
@@ -163,5 +165,57 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		if _, err := Parse(data); err != nil && strings.Contains(err.Error(), "do-not-print-me") {
 			t.Errorf("%s: error quotes the password: %v", f, err)
 		}
+	}
+}
+
+// TestAdminKeys: the admin networks' default (loopback), an empty list
+// (tokens only) from a file and from the environment, and the tokens under
+// their new and former names.
+func TestAdminKeys(t *testing.T) {
+	if got := strings.Join(Default().Security.AdminNetworks, ","); got != "127.0.0.0/8,::1" {
+		t.Errorf("default admin networks %q, want loopback", got)
+	}
+	c, err := Parse([]byte("security:\n  admin_networks: []\n"))
+	if err != nil || len(c.Security.AdminNetworks) != 0 {
+		t.Errorf("admin_networks: [] gave %q, %v", c.Security.AdminNetworks, err)
+	}
+	for _, tt := range []struct {
+		env                      map[string]string
+		networks                 string
+		registryToken, dashToken string
+	}{
+		{map[string]string{"EVENTLOGGING_SECURITY_ADMIN_NETWORKS": "10.0.0.0/8, 192.0.2.7"}, "10.0.0.0/8,192.0.2.7", "", ""},
+		{map[string]string{"EVENTLOGGING_SECURITY_ADMIN_NETWORKS": ""}, "", "", ""},
+		{map[string]string{"EVENTLOGGING_REGISTRY_TOKEN": "r1", "EVENTLOGGING_DASHBOARD_REPLAY_TOKEN": "d1"}, "127.0.0.0/8,::1", "r1", "d1"},
+		{map[string]string{"EVENTLOGGING_REGISTRY_WRITE_TOKEN": "r2", "EVENTLOGGING_DASHBOARD_TOKEN": "d2"}, "127.0.0.0/8,::1", "r2", "d2"},
+		{map[string]string{"EVENTLOGGING_REGISTRY_WRITE_TOKEN": "r3", "EVENTLOGGING_REGISTRY_TOKEN": "r3"}, "127.0.0.0/8,::1", "r3", ""},
+	} {
+		c := Default()
+		if err := applyEnv(&c, func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%v: %v", tt.env, err)
+			continue
+		}
+		if got := strings.Join(c.Security.AdminNetworks, ","); got != tt.networks || c.Registry.AdminToken() != tt.registryToken || c.Dashboard.AdminToken() != tt.dashToken {
+			t.Errorf("%v: networks %q, registry token %q, dashboard token %q", tt.env, got, c.Registry.AdminToken(), c.Dashboard.AdminToken())
+		}
+	}
+}
+
+// TestLogKeys: log.format and log.request_sample from the environment.
+func TestLogKeys(t *testing.T) {
+	c := Default()
+	env := map[string]string{"EVENTLOGGING_LOG_FORMAT": "json", "EVENTLOGGING_LOG_REQUEST_SAMPLE": "0.25"}
+	if err := applyEnv(&c, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil || c.Log.Format != "json" || c.Log.RequestSample != 0.25 {
+		t.Errorf("log %+v, %v", c.Log, err)
+	}
+	env["EVENTLOGGING_LOG_REQUEST_SAMPLE"] = "a few"
+	if err := applyEnv(&c, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err == nil || !strings.Contains(err.Error(), "EVENTLOGGING_LOG_REQUEST_SAMPLE") {
+		t.Errorf("bad sample: %v", err)
 	}
 }

@@ -2,8 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"mime"
@@ -153,23 +151,15 @@ type replayRequest struct {
 }
 
 // apiReplay re-submits EventErrors: a JSON body {"uuids": [...]} or a
-// form with repeated "uuid" (or "uuids") fields. With a token configured
-// it needs Authorization: Bearer <token> or a "token" form field.
-// Cross-site browser requests are refused.
+// form with repeated "uuid" (or "uuids") fields. Who may replay is decided
+// in front of the handler (the admin networks or the dashboard's token, see
+// internal/httpauth); cross-site browser requests are refused here.
 func (h *Handler) apiReplay(rw http.ResponseWriter, r *http.Request) {
 	if err := h.csrf.Check(r); err != nil {
 		writeJSON(rw, http.StatusForbidden, apiError{Error: "replay: cross-origin request refused"})
 		return
 	}
-	authorized := !h.hasToken || h.tokenOK(bearerToken(r))
-	uuids, formToken, err := readReplayRequest(rw, r)
-	if !authorized && (err != nil || !h.tokenOK(formToken)) {
-		rw.Header().Set("WWW-Authenticate", `Bearer realm="eventlogging dashboard"`)
-		writeJSON(rw, http.StatusUnauthorized, apiError{
-			Error: "replay needs the replay token: send it as Authorization: Bearer <token> or in a form field named token",
-		})
-		return
-	}
+	uuids, err := readReplayRequest(rw, r)
 	if err != nil {
 		h.writeAPIError(rw, r, "replay", err)
 		return
@@ -186,9 +176,8 @@ func (h *Handler) apiReplay(rw http.ResponseWriter, r *http.Request) {
 	writeJSON(rw, http.StatusOK, res)
 }
 
-// readReplayRequest reads the uuids to replay (deduplicated, in order) and
-// the form's token field, if any.
-func readReplayRequest(rw http.ResponseWriter, r *http.Request) (uuids []string, token string, err error) {
+// readReplayRequest reads the uuids to replay (deduplicated, in order).
+func readReplayRequest(rw http.ResponseWriter, r *http.Request) (uuids []string, err error) {
 	r.Body = http.MaxBytesReader(rw, r.Body, maxReplayBody)
 	ctype, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var raw []string
@@ -196,17 +185,16 @@ func readReplayRequest(rw http.ResponseWriter, r *http.Request) (uuids []string,
 	case "application/json":
 		var req replayRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			return nil, "", badRequestf("replay body is not {\"uuids\": [...]}: %v", err)
+			return nil, badRequestf("replay body is not {\"uuids\": [...]}: %v", err)
 		}
 		raw = req.UUIDs
 	case "application/x-www-form-urlencoded", "multipart/form-data":
 		if err := r.ParseMultipartForm(maxReplayBody); err != nil && !errors.Is(err, http.ErrNotMultipart) {
-			return nil, "", badRequestf("replay form: %v", err)
+			return nil, badRequestf("replay form: %v", err)
 		}
 		raw = slices.Concat(r.PostForm["uuid"], r.PostForm["uuids"])
-		token = r.PostForm.Get("token")
 	default:
-		return nil, "", badRequestf("replay body must be JSON {\"uuids\": [...]} or a form, not %q", ctype)
+		return nil, badRequestf("replay body must be JSON {\"uuids\": [...]} or a form, not %q", ctype)
 	}
 	seen := make(map[string]bool, len(raw))
 	for _, u := range raw {
@@ -219,28 +207,9 @@ func readReplayRequest(rw http.ResponseWriter, r *http.Request) (uuids []string,
 	}
 	switch {
 	case len(uuids) == 0:
-		return nil, token, badRequestf("no uuids to replay")
+		return nil, badRequestf("no uuids to replay")
 	case len(uuids) > maxReplayUUIDs:
-		return nil, token, badRequestf("%d uuids to replay, at most %d at a time", len(uuids), maxReplayUUIDs)
+		return nil, badRequestf("%d uuids to replay, at most %d at a time", len(uuids), maxReplayUUIDs)
 	}
-	return uuids, token, nil
-}
-
-// bearerToken is the token of an Authorization: Bearer header, or "".
-func bearerToken(r *http.Request) string {
-	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(tok)
-}
-
-// tokenOK compares a presented token with the configured one in constant
-// time (hashes first, so the length does not leak either).
-func (h *Handler) tokenOK(tok string) bool {
-	if tok == "" {
-		return false
-	}
-	sum := sha256.Sum256([]byte(tok))
-	return subtle.ConstantTimeCompare(sum[:], h.tokenHash[:]) == 1
+	return uuids, nil
 }

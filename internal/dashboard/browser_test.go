@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/eventlogging/eventlogging/internal/httpauth"
 	"github.com/eventlogging/eventlogging/internal/inspect"
 )
 
@@ -60,8 +61,9 @@ func (b *browserBackend) Tail(ctx context.Context, topic string, fn func(inspect
 
 // TestBrowser runs the pages and their scripts in Chromium under the
 // handler's Content-Security-Policy: the overview refreshes, the live tail
-// renders, pauses and filters, a replay asks for the token, and no page
-// logs an error or a CSP violation.
+// renders, pauses and filters, a refused replay shows the refusal (the 403
+// of internal/httpauth in front of the handler) and a replay its result,
+// and no page logs an error or a CSP violation.
 func TestBrowser(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
@@ -72,9 +74,20 @@ func TestBrowser(t *testing.T) {
 		t.Skip(msg)
 	}
 	b := &browserBackend{fakeBackend: newFake(), batches: make(chan int)}
-	h := newTestHandler(t, b, Config{Prefix: "/dashboard", ReplayToken: "s3cret", TailBuffer: 1024})
+	h := newTestHandler(t, b, Config{Prefix: "/dashboard", TailBuffer: 1024})
+	// Replays are refused (by a guard that admits nobody) until refuse is
+	// cleared.
+	var refuse atomic.Bool
+	refuse.Store(true)
+	nobody := httpauth.New(httpauth.Config{What: "replays"}).Handler(h)
 	mux := http.NewServeMux()
-	mux.Handle("/dashboard/", http.StripPrefix("/dashboard", h))
+	mux.Handle("/dashboard/", http.StripPrefix("/dashboard", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/replay" && refuse.Load() {
+			nobody.ServeHTTP(rw, r)
+			return
+		}
+		h.ServeHTTP(rw, r)
+	})))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	base := srv.URL + "/dashboard"
@@ -103,7 +116,7 @@ func TestBrowser(t *testing.T) {
 			if err != nil {
 				return
 			}
-			expected := strings.Contains(m.Text, "status of 401") || strings.Contains(m.URL, "favicon")
+			expected := strings.Contains(m.Text, "status of 403") || strings.Contains(m.URL, "favicon")
 			if (m.Type == chromedp.ConsoleError || m.IsException() || m.Source == "security") && !expected {
 				mu.Lock()
 				problems = append(problems, fmt.Sprintf("%s %s:%d %s", m.Type, m.URL, m.Line+1, m.Text))
@@ -178,12 +191,13 @@ func TestBrowser(t *testing.T) {
 	run("filter", chromedp.SendKeys(chromedp.ID("filter"), `"n":255}`))
 	waitJS("the filtered row", `document.querySelectorAll("#tail-rows tr").length === 1 && document.querySelector("#tail-rows tr .offset").textContent === "255"`)
 
-	// Replay: refused without the token, done with it.
+	// Replay: refused, then done.
 	run("open the errors", chromedp.Navigate(base+"/errors"),
 		chromedp.Click(chromedp.CSS(`tr.error-row[data-uuid="u-1"] input.replay-select`)),
 		chromedp.Click(chromedp.ID("replay-button")))
-	waitJS("the refusal", `document.getElementById("replay-result").className === "failed" && document.getElementById("replay-result").textContent.includes("Not authorized")`)
-	run("replay with the token", chromedp.SendKeys(chromedp.ID("replay-token"), "s3cret"), chromedp.Click(chromedp.ID("replay-button")))
+	waitJS("the refusal", `document.getElementById("replay-result").className === "failed" && document.getElementById("replay-result").textContent.includes("Not allowed: replays are open to the admin networks only")`)
+	refuse.Store(false)
+	run("replay again", chromedp.Click(chromedp.ID("replay-button")))
 	waitJS("the replay result", `document.getElementById("replay-result").className === "ok" && document.getElementById("replay-result").dataset.replayed === "1"`)
 	b.mu.Lock()
 	replays := slices.Clone(b.replays)

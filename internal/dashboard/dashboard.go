@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"html/template"
@@ -43,11 +42,6 @@ type Backend interface {
 
 // Config tunes a Handler; the zero value of each field is documented.
 type Config struct {
-	// ReplayToken, when set, is required (Authorization: Bearer <token>,
-	// or a form field "token") to replay; compared in constant time.
-	// Empty: anyone who reaches the dashboard may replay (cross-site
-	// browser requests are refused either way).
-	ReplayToken string
 	// Prefix is the path the handler is mounted at, e.g. "/dashboard"
 	// (links are built with it); "" for the root. A trailing slash is
 	// ignored.
@@ -100,20 +94,18 @@ const (
 // concurrent use; each live-tail request runs one Backend.Tail for as long
 // as the client stays connected.
 type Handler struct {
-	b         Backend
-	prefix    string
-	log       *slog.Logger
-	now       func() time.Time
-	tailBuf   int
-	stop      <-chan struct{}
-	hasToken  bool
-	tokenHash [sha256.Size]byte
+	b       Backend
+	prefix  string
+	log     *slog.Logger
+	now     func() time.Time
+	tailBuf int
+	stop    <-chan struct{}
 
 	tmpl   *template.Template
 	static map[string]staticFile
 	mux    *http.ServeMux
 	// csrf refuses cross-site browser requests to replay (a form on
-	// another site posting here), whether or not a token is configured.
+	// another site posting here).
 	csrf *http.CrossOriginProtection
 
 	// Live-tail timings; tests shorten them.
@@ -143,8 +135,6 @@ func New(b Backend, cfg Config) (*Handler, error) {
 		now:        cfg.Now,
 		tailBuf:    cfg.TailBuffer,
 		stop:       cfg.Stop,
-		hasToken:   cfg.ReplayToken != "",
-		tokenHash:  sha256.Sum256([]byte(cfg.ReplayToken)),
 		heartbeat:  heartbeatEvery,
 		dropReport: dropReportEvery,
 		csrf:       http.NewCrossOriginProtection(),

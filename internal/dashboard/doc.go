@@ -11,4 +11,8 @@
 // tests. The data comes from a Backend (implemented by package inspect);
 // each page's backend calls run under a short deadline, and a failed call
 // is shown on the page in an error box.
+//
+// Who may open the dashboard and replay is decided in front of the handler
+// (internal/httpauth: the admin networks or the dashboard's token); the
+// handler itself refuses cross-site replay requests.
 package dashboard

@@ -179,7 +179,6 @@ type errorsView struct {
 	Schema      string // the ?schema= filter
 	Limit       int
 	Records     []inspect.ErrorRecord
-	NeedToken   bool // the replay form asks for the token
 	ReplayLimit int
 }
 
@@ -191,7 +190,6 @@ func (h *Handler) errorsPage(rw http.ResponseWriter, r *http.Request) {
 		base:        h.newBase("EventErrors", "errors", "errors.js"),
 		Schema:      schema,
 		Limit:       errorsLimit,
-		NeedToken:   h.hasToken,
 		ReplayLimit: maxReplayUUIDs,
 	}
 	status := http.StatusOK
@@ -210,14 +208,13 @@ type errorView struct {
 	Rec       *inspect.ErrorRecord
 	Event     template.HTML // the highlighted event; "" when it cannot be shown
 	EventNote string        // why the event is not highlighted
-	NeedToken bool
 }
 
 func (h *Handler) errorPage(rw http.ResponseWriter, r *http.Request) {
 	ctx, cancel := backendCtx(r)
 	defer cancel()
 	id := r.PathValue("uuid")
-	v := errorView{base: h.newBase("EventError "+id, "errors", "errors.js"), UUID: id, NeedToken: h.hasToken}
+	v := errorView{base: h.newBase("EventError "+id, "errors", "errors.js"), UUID: id}
 	// The backend reads EventErrors newest first; a record is found among
 	// the latest maxErrorsLimit (of its schema, with ?schema=).
 	recs, err := h.b.Errors(ctx, inspect.ErrorFilter{Schema: r.URL.Query().Get("schema"), Limit: maxErrorsLimit})

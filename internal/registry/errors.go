@@ -15,7 +15,7 @@ const (
 	codeIncompatible          = 409
 	codeUnsupportedMediaType  = 415
 	codeUnprocessable         = 422
-	codeUnauthorized          = 40101
+	codeForbidden             = 40301
 	codeSubjectNotFound       = 40401
 	codeVersionNotFound       = 40402
 	codeSchemaNotFound        = 40403

@@ -3,7 +3,6 @@ package registry
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,7 +44,7 @@ type call struct {
 // endpoint is one method of a route.
 type endpoint struct {
 	fn    func(r *Registry, c *call) error
-	write bool // mutates: needs the write token, runs on the leader
+	write bool // mutates: asks Config.Authorize, runs on the leader
 	body  bool // reads a request body
 }
 
@@ -214,9 +213,10 @@ func (r *Registry) dispatch(c *call) error {
 		c.rw.Header().Set("Allow", strings.Join(allow, ", "))
 		return apiErrorf(codeMethodNotAllowed, "HTTP 405 Method Not Allowed")
 	}
-	if ep.write && !r.authorized(c.req) {
-		c.rw.Header().Set("WWW-Authenticate", `Bearer realm="schema-registry"`)
-		return apiErrorf(codeUnauthorized, "Unauthorized: writes need \"Authorization: Bearer <token>\"")
+	if ep.write && r.cfg.Authorize != nil {
+		if err := r.cfg.Authorize(c.req); err != nil {
+			return apiErrorf(codeForbidden, "%s", err.Error())
+		}
 	}
 	if ep.body {
 		if err := r.readBody(c); err != nil {
@@ -281,15 +281,6 @@ func negotiate(accept string) string {
 	return mediaTypes[0]
 }
 
-// authorized checks the write token, in constant time.
-func (r *Registry) authorized(req *http.Request) bool {
-	if r.cfg.WriteToken == "" {
-		return true
-	}
-	tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(tok), []byte(r.cfg.WriteToken)) == 1
-}
-
 // readBody reads a request body of an accepted media type, up to
 // MaxBodyBytes.
 func (r *Registry) readBody(c *call) error {
@@ -337,6 +328,11 @@ func (r *Registry) forward(c *call, leaderURL string) error {
 		if v := c.req.Header.Get(h); v != "" {
 			freq.Header.Set(h, v)
 		}
+	}
+	// This instance admitted the write; the leader checks again, against
+	// this instance's address or the token.
+	if r.cfg.WriteToken != "" {
+		freq.Header.Set("Authorization", "Bearer "+r.cfg.WriteToken)
 	}
 	freq.Header.Set(forwardedHeader, "1")
 	resp, err := r.cfg.HTTPClient.Do(freq)

@@ -65,9 +65,16 @@ type Config struct {
 	// DefaultLevel is the compatibility level until PUT /config sets one;
 	// default BACKWARD.
 	DefaultLevel string
-	// WriteToken, when set, is required as "Authorization: Bearer <token>"
-	// on every mutating request (401, error_code 40101, otherwise). It is
-	// never logged.
+	// Authorize decides whether a mutating request (registering,
+	// deleting, PUT /config, PUT /mode) is admitted: nil admits it; an
+	// error refuses it with 403, error_code 40301 and the error's text as
+	// the message, which should say how to get access. Reads, lookups and
+	// compatibility checks are not asked. nil: every write is admitted.
+	Authorize func(*http.Request) error
+	// WriteToken, when set, is sent as "Authorization: Bearer <token>" on
+	// the writes this instance forwards to the leader (after Authorize
+	// admitted them here), so that the leader admits them whatever this
+	// instance's address. It is never logged.
 	WriteToken string
 	// MaxBodyBytes answers 413 for larger request bodies; default 8 MiB.
 	// The log must accept records this large (a schema record holds the

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eventlogging/eventlogging/internal/httpauth"
 )
 
 func TestNewConfig(t *testing.T) {
@@ -258,39 +261,46 @@ func TestCompatibility(t *testing.T) {
 	})
 }
 
-func TestWriteToken(t *testing.T) {
-	in := newInstance(t, nil, func(c *Config) { c.WriteToken = "s3cret" })
+// tokenOnly admits the writes that carry token, from any address.
+func tokenOnly(token string) func(*http.Request) error {
+	return httpauth.New(httpauth.Config{Token: token, What: "registry writes", TokenKey: "registry.write_token"}).Check
+}
+
+// TestWriteAuthorize: every mutating request asks Config.Authorize, which
+// refuses with 403 and error_code 40301; reads, lookups and compatibility
+// checks do not.
+func TestWriteAuthorize(t *testing.T) {
+	in := newInstance(t, nil, func(c *Config) { c.Authorize = tokenOnly("s3cret") })
 	body := schemaBody("JSON", jsonSchema("a"))
 	auth := func(v string) http.Header { return http.Header{"Authorization": {v}} }
 	in.run(t, []step{
-		{name: "no token", method: "POST", path: "/subjects/t/versions", body: body, status: 401, code: 40101},
-		{name: "wrong token", method: "POST", path: "/subjects/t/versions", body: body, header: auth("Bearer nope"), status: 401, code: 40101},
-		{name: "basic auth", method: "POST", path: "/subjects/t/versions", body: body, header: auth("Basic czNjcmV0"), status: 401, code: 40101},
+		{name: "no token", method: "POST", path: "/subjects/t/versions", body: body, status: 403, code: 40301, contains: "registry.write_token"},
+		{name: "wrong token", method: "POST", path: "/subjects/t/versions", body: body, header: auth("Bearer nope"), status: 403, code: 40301},
+		{name: "basic auth", method: "POST", path: "/subjects/t/versions", body: body, header: auth("Basic czNjcmV0"), status: 403, code: 40301},
 		{name: "token", method: "POST", path: "/subjects/t/versions", body: body, header: auth("Bearer s3cret"), status: 200, wantJSON: `{"id":1}`},
-		{name: "delete without token", method: "DELETE", path: "/subjects/t", status: 401, code: 40101},
-		{name: "config without token", method: "PUT", path: "/config", body: `{"compatibility":"NONE"}`, status: 401, code: 40101},
-		{name: "mode without token", method: "PUT", path: "/mode", body: `{"mode":"READONLY"}`, status: 401, code: 40101},
+		{name: "delete without token", method: "DELETE", path: "/subjects/t", status: 403, code: 40301},
+		{name: "version delete without token", method: "DELETE", path: "/subjects/t/versions/1", status: 403, code: 40301},
+		{name: "config without token", method: "PUT", path: "/config", body: `{"compatibility":"NONE"}`, status: 403, code: 40301},
+		{name: "config delete without token", method: "DELETE", path: "/config/t", status: 403, code: 40301},
+		{name: "mode without token", method: "PUT", path: "/mode", body: `{"mode":"READONLY"}`, status: 403, code: 40301},
 		{name: "reads need none", method: "GET", path: "/subjects/t/versions/1", status: 200},
 		{name: "lookups need none", method: "POST", path: "/subjects/t", body: body, status: 200},
 		{name: "compatibility checks need none", method: "POST", path: "/compatibility/subjects/t/versions/latest", body: body, status: 200},
+		{name: "an unknown route is 404 before any check", method: "DELETE", path: "/nowhere/x/y", status: 404},
 	})
-	_, _, h := in.do(t, "DELETE", "/subjects/t", "", nil)
-	if h.Get("WWW-Authenticate") == "" {
-		t.Error("401 without WWW-Authenticate")
-	}
 }
 
 func TestForwardToLeader(t *testing.T) {
 	topic := newMemTopic()
-	leader := newInstance(t, topic, func(c *Config) { c.WriteToken = "tok" })
-	follower := newInstance(t, topic, func(c *Config) { c.WriteToken = "tok" })
+	leader := newInstance(t, topic, func(c *Config) { c.Authorize = tokenOnly("tok"); c.WriteToken = "tok" })
+	follower := newInstance(t, topic, func(c *Config) { c.Authorize = tokenOnly("tok"); c.WriteToken = "tok" })
 	auth := http.Header{"Authorization": {"Bearer tok"}}
 	follower.run(t, []step{
 		{name: "register through the follower", method: "POST", path: "/subjects/f%2Fg/versions", body: schemaBody("JSON", jsonSchema("a")), header: auth, status: 200, wantJSON: `{"id":1}`},
 		{name: "read on the follower", method: "GET", path: "/subjects/f%2Fg/versions/1", status: 200, contains: `"subject":"f/g"`},
 		{name: "config through the follower", method: "PUT", path: "/config/f%2Fg?x=1", body: `{"compatibility":"FULL"}`, header: auth, status: 200, wantJSON: `{"compatibility":"FULL"}`},
 		{name: "errors come back as they are", method: "DELETE", path: "/subjects/f%2Fg/versions/1?permanent=true", header: auth, status: 404, code: 40407},
-		{name: "token checked before forwarding", method: "DELETE", path: "/subjects/f%2Fg", status: 401, code: 40101},
+		{name: "authorized before forwarding", method: "DELETE", path: "/subjects/f%2Fg", status: 403, code: 40301},
 	})
 	leader.run(t, []step{
 		{method: "GET", path: "/subjects", status: 200, wantJSON: `["f/g"]`},
@@ -312,6 +322,26 @@ func TestForwardToLeader(t *testing.T) {
 	topic.setLeader(nil)
 	leader.run(t, []step{
 		{name: "leader unknown", method: "POST", path: "/subjects/h/versions", body: schemaBody("JSON", jsonSchema("c")), header: auth, status: 500, code: 50004},
+	})
+}
+
+// TestForwardAdmittedByNetwork: a follower that admits a client by its
+// network (no token) forwards the write with the write token, which the
+// leader — admitting no network — accepts; without a write token the
+// leader refuses it.
+func TestForwardAdmittedByNetwork(t *testing.T) {
+	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	byNetwork := httpauth.New(httpauth.Config{Networks: loopback, Token: "tok"}).Check
+	topic := newMemTopic()
+	leader := newInstance(t, topic, func(c *Config) { c.Authorize = tokenOnly("tok") })
+	withToken := newInstance(t, topic, func(c *Config) { c.Authorize = byNetwork; c.WriteToken = "tok" })
+	without := newInstance(t, topic, func(c *Config) { c.Authorize = byNetwork })
+	topic.setLeader(leader.log)
+	withToken.run(t, []step{
+		{name: "forwarded with the token", method: "POST", path: "/subjects/n/versions", body: schemaBody("JSON", jsonSchema("a")), status: 200, wantJSON: `{"id":1}`},
+	})
+	without.run(t, []step{
+		{name: "forwarded without a token", method: "POST", path: "/subjects/m/versions", body: schemaBody("JSON", jsonSchema("a")), status: 403, code: 40301},
 	})
 }
 

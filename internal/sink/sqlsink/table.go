@@ -94,7 +94,7 @@ func (w *Writer) writeTable(ctx context.Context, table string, rows []pendingRow
 		if attempt == maxAttempts || !w.d.conflict(err) || ctx.Err() != nil {
 			break
 		}
-		w.log.Debug("insert conflict, retrying", "table", table, "attempt", attempt, "error", err)
+		w.log.Debug("insert conflict, retrying", "table", table, "attempt", attempt, "err", err)
 	}
 	if !w.d.permanent(err) {
 		t.forget()
@@ -103,7 +103,7 @@ func (w *Writer) writeTable(ctx context.Context, table string, rows []pendingRow
 	}
 	// The database refused a value Go did not catch: find the rows one
 	// at a time.
-	w.log.Warn("multi-row insert refused, inserting row by row", "table", table, "error", err)
+	w.log.Warn("multi-row insert refused, inserting row by row", "table", table, "err", err)
 	ins, dup, p, err := w.insertEach(ctx, table, rows)
 	if err != nil {
 		t.forget()

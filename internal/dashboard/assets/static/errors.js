@@ -1,5 +1,5 @@
 // EventErrors: "Replay selected" posts the checked uuids to /api/replay
-// (with the token, when the page asks for one) and shows the result.
+// and shows the result.
 "use strict";
 (function () {
   const prefix = document.body.dataset.prefix || "";
@@ -30,15 +30,13 @@
       return;
     }
     const headers = { "Content-Type": "application/json", Accept: "application/json" };
-    const token = document.getElementById("replay-token");
-    if (token && token.value) headers.Authorization = "Bearer " + token.value;
     button.disabled = true;
     show("Replaying " + uuids.length + "\u2026", true);
     try {
       const res = await fetch(prefix + "/api/replay", { method: "POST", headers: headers, body: JSON.stringify({ uuids: uuids }) });
       const body = await res.json().catch(function () { return { error: res.statusText }; });
       if (!res.ok) {
-        show((res.status === 401 ? "Not authorized: " : "Replay failed: ") + (body.error || res.status), false);
+        show((res.status === 403 ? "Not allowed: " : "Replay failed: ") + (body.error || res.status), false);
         return;
       }
       let text = "Replayed " + body.replayed + ", skipped " + body.skipped + ".";

@@ -64,7 +64,7 @@ sink:
 	})
 
 	// The canaries are in the topic, but only the real event is in SQL.
-	topic := runCLI(t, "tail", "--data-dir", dataDir, "--from-beginning", "--timeout", "5s", "--grep", `"webHost":"canary"`, "eventlogging_NavigationTiming")
+	topic := runCLI(t, "tail", "--data-dir", dataDir, "--from-beginning", "--count", "1", "--timeout", "60s", "--grep", `"webHost":"canary"`, "eventlogging_NavigationTiming")
 	if !strings.Contains(topic, `"webHost":"canary"`) {
 		t.Fatalf("no canary in the NavigationTiming topic:\n%s", topic)
 	}

@@ -115,7 +115,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "bench":
 		err = runBench(ctx, rest, stdout, stderr, logger)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "eventlogging", version)
+		fmt.Fprintln(stdout, versionString(version, readBuildInfo()))
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 	default:

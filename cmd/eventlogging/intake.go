@@ -16,6 +16,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/intake"
 	"github.com/eventlogging/eventlogging/internal/iphash"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/keystore"
 	"github.com/eventlogging/eventlogging/internal/logging"
 	"github.com/eventlogging/eventlogging/internal/process"
 	"github.com/eventlogging/eventlogging/internal/schema"
@@ -129,7 +130,7 @@ type pipeline struct {
 	queue  *spool.Queue
 	writer *intake.Writer
 	rot    *iphash.Rotator
-	store  *kafka.KeyStore
+	store  *keystore.Store
 	proc   *process.Processor
 	res    *schema.Resolver
 	server *intake.Server

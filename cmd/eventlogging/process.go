@@ -20,6 +20,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/config"
 	"github.com/eventlogging/eventlogging/internal/iphash"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/keystore"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/process"
 	"github.com/eventlogging/eventlogging/internal/schema"
@@ -289,7 +290,7 @@ func (h rotatingHasher) Hash(ip string) string { return h.r.Current().Hash(ip) }
 
 // sharedIPKey loads the shared IP-hash key from Kafka (hash policy only);
 // the rotator must then Run to follow rotations. All nil for other policies.
-func sharedIPKey(ctx context.Context, c config.Config, kc kafka.Config, log *slog.Logger) (process.IPHasher, *iphash.Rotator, *kafka.KeyStore, error) {
+func sharedIPKey(ctx context.Context, c config.Config, kc kafka.Config, log *slog.Logger) (process.IPHasher, *iphash.Rotator, *keystore.Store, error) {
 	if c.Process.IP != "hash" {
 		return nil, nil, nil, nil
 	}
@@ -297,7 +298,7 @@ func sharedIPKey(ctx context.Context, c config.Config, kc kafka.Config, log *slo
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	store, err := kafka.NewKeyStore(kc, c.Process.IPKeyTopic)
+	store, err := keystore.New(kc, c.Process.IPKeyTopic)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/config"
 	"github.com/eventlogging/eventlogging/internal/intake"
-	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/embedded"
 	"github.com/eventlogging/eventlogging/internal/logging"
 )
 
@@ -100,7 +100,7 @@ func runStandalone(ctx context.Context, args []string, stderr io.Writer, log *sl
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	emb, err := kafka.StartEmbedded(kafka.EmbeddedConfig{
+	emb, err := embedded.Start(embedded.Config{
 		DataDir:     filepath.Join(c.Standalone.DataDir, "kafka"),
 		Listen:      c.Standalone.KafkaListen,
 		Partitions:  c.Kafka.Partitions,

@@ -18,6 +18,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/avrowire"
 	"github.com/eventlogging/eventlogging/internal/config"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/embedded"
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
@@ -185,13 +186,13 @@ func localBrokers(dataDir string) ([]string, error) {
 	dirs := []string{dataDir, filepath.Join(dataDir, standaloneBrokerDir)}
 	var looked []string
 	for _, d := range dirs {
-		path := filepath.Join(d, kafka.BrokerFile)
+		path := filepath.Join(d, embedded.BrokerFile)
 		if _, err := os.Stat(path); err == nil {
-			return kafka.LocalBrokers(d)
+			return embedded.LocalBrokers(d)
 		}
 		looked = append(looked, path)
 	}
-	return nil, fmt.Errorf(`%w: pass --brokers, or start "eventlogging standalone" (looked for %s)`, kafka.ErrNoLocalBroker, strings.Join(looked, " and "))
+	return nil, fmt.Errorf(`%w: pass --brokers, or start "eventlogging standalone" (looked for %s)`, embedded.ErrNoLocalBroker, strings.Join(looked, " and "))
 }
 
 // splitArgs separates flags (with their values) from positional arguments,

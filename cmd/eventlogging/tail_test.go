@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/embedded"
 	"github.com/eventlogging/eventlogging/internal/kafkatest"
 )
 
@@ -30,9 +31,9 @@ var tailValues = []string{
 
 // embeddedTopic starts an embedded broker on dataDir with one topic holding
 // tailValues, and returns the topic.
-func embeddedTopic(t *testing.T, dataDir string) (*kafka.Embedded, string) {
+func embeddedTopic(t *testing.T, dataDir string) (*embedded.Broker, string) {
 	t.Helper()
-	emb, err := kafka.StartEmbedded(kafka.EmbeddedConfig{DataDir: dataDir, Listen: "127.0.0.1:0"})
+	emb, err := embedded.Start(embedded.Config{DataDir: dataDir, Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +252,7 @@ func TestTailCommandNoBroker(t *testing.T) {
 	}
 
 	// A broker that stopped: its data directory has no broker.json any more.
-	emb, err := kafka.StartEmbedded(kafka.EmbeddedConfig{DataDir: dir, Listen: "127.0.0.1:0"})
+	emb, err := embedded.Start(embedded.Config{DataDir: dir, Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,8 @@
-// Package kafka is the pipeline's only door to Kafka: client settings, topic
-// administration, the consume→transform→produce→commit loop the processor
-// (and later the sinks) run, the shared IP-key store, and the embedded broker
-// of standalone mode. No other package imports franz-go's client.
+// Package kafka is the pipeline's door to Kafka: client settings (TLS,
+// SASL), topic administration, the producer, the consume→transform→produce→
+// commit loop the processor runs, the consume→write→commit loop of the
+// sinks, bounded reads and tails, lag inspection and the schema registry's
+// log. Its subpackages hold the other users of franz-go's client: the
+// shared IP-key store (keystore) and the embedded broker of standalone mode
+// (embedded). No package outside internal/kafka imports franz-go's client.
 package kafka

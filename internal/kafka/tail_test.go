@@ -166,3 +166,14 @@ func TestTailErrors(t *testing.T) {
 		}
 	}
 }
+
+// newTestClient is a client of brokers, closed when the test ends.
+func newTestClient(t *testing.T, brokers []string, extra ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := NewClient(Config{Brokers: brokers}, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}

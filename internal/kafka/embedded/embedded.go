@@ -1,4 +1,4 @@
-package kafka
+package embedded
 
 import (
 	"context"
@@ -21,9 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// EmbeddedConfig configures the embedded broker of standalone mode. Zero
+// Config configures the embedded broker of standalone mode. Zero
 // values are documented per field.
-type EmbeddedConfig struct {
+type Config struct {
 	// DataDir is where the broker keeps topics, log segments, consumer
 	// group offsets and its broker.json; required, created if missing.
 	// Only one broker may use a data directory at a time.
@@ -54,12 +54,12 @@ type EmbeddedConfig struct {
 	Logger *slog.Logger
 }
 
-// DefaultEmbeddedListen is the address of the embedded broker when
-// EmbeddedConfig.Listen is empty.
-const DefaultEmbeddedListen = "127.0.0.1:19092"
+// DefaultListen is the address of the embedded broker when
+// Config.Listen is empty.
+const DefaultListen = "127.0.0.1:19092"
 
 // DefaultRetentionMs is the retention of topics created on the embedded
-// broker when EmbeddedConfig.RetentionMs is zero: 7 days.
+// broker when Config.RetentionMs is zero: 7 days.
 const DefaultRetentionMs = int64(7 * 24 * time.Hour / time.Millisecond)
 
 // BrokerFile is the file in the data directory through which a running
@@ -83,7 +83,7 @@ type brokerInfo struct {
 
 // Embedded is a running single-node Kafka-protocol broker (franz-go's
 // kfake) persisting to a data directory. Safe for concurrent use.
-type Embedded struct {
+type Broker struct {
 	dir       string
 	log       *slog.Logger
 	cluster   *kfake.Cluster
@@ -94,18 +94,18 @@ type Embedded struct {
 	closeErr  error
 }
 
-// StartEmbedded starts the broker now: it loads what the data directory
+// Start starts the broker now: it loads what the data directory
 // holds (replaying the log after an unclean stop), listens on cfg.Listen and
 // writes <DataDir>/broker.json so that other commands find it. Automatic
 // topic creation is off: topics are created with CreateTopics, and each gets
-// a retention.ms (see EmbeddedConfig.RetentionMs). It fails if another
+// a retention.ms (see Config.RetentionMs). It fails if another
 // broker is running on the same data directory. Close stops it.
-func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+func Start(cfg Config) (*Broker, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("embedded broker: no data directory")
 	}
 	if cfg.Listen == "" {
-		cfg.Listen = DefaultEmbeddedListen
+		cfg.Listen = DefaultListen
 	}
 	host, _, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
@@ -174,7 +174,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		return nil, nil, false // not handled: the broker creates the topics as amended
 	})
 
-	e := &Embedded{
+	e := &Broker{
 		dir:     cfg.DataDir,
 		log:     log,
 		cluster: cluster,
@@ -219,7 +219,7 @@ func addRetention(t *kmsg.CreateTopicsRequestTopic, retention string) {
 // retentionLoop deletes expired records and compacts compacted topics
 // periodically until Close. kfake runs its own pass only hourly, and after a
 // restart only once a topic is created, so the schedule is kept here.
-func (e *Embedded) retentionLoop() {
+func (e *Broker) retentionLoop() {
 	defer close(e.done)
 	t := time.NewTicker(retentionCheckInterval)
 	defer t.Stop()
@@ -234,16 +234,16 @@ func (e *Embedded) retentionLoop() {
 }
 
 // enforceRetention runs one retention and compaction pass over every topic.
-func (e *Embedded) enforceRetention() { e.cluster.Compact() }
+func (e *Broker) enforceRetention() { e.cluster.Compact() }
 
 // Brokers returns the bootstrap addresses of the broker.
-func (e *Embedded) Brokers() []string { return append([]string(nil), e.brokers...) }
+func (e *Broker) Brokers() []string { return append([]string(nil), e.brokers...) }
 
 // Close stops the broker: it refuses new connections, applies offset
 // commits already received, writes its state, fsyncs the data directory and
 // removes broker.json. Clients should be closed first (their in-flight
 // requests fail). Close is idempotent.
-func (e *Embedded) Close() error {
+func (e *Broker) Close() error {
 	e.closeOnce.Do(func() {
 		start := time.Now()
 		close(e.stop)

@@ -1,4 +1,4 @@
-package kafka
+package embedded
 
 import (
 	"bufio"
@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/eventlogging/eventlogging/internal/kafka"
 )
 
 // testLogger logs through t, so output shows only for failing tests.
@@ -36,7 +38,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 
 // startEmbedded starts a broker on dir at a free port and closes it at the
 // end of the test.
-func startEmbedded(t *testing.T, cfg EmbeddedConfig) *Embedded {
+func startEmbedded(t *testing.T, cfg Config) *Broker {
 	t.Helper()
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
@@ -45,11 +47,11 @@ func startEmbedded(t *testing.T, cfg EmbeddedConfig) *Embedded {
 		cfg.Logger = testLogger(t)
 	}
 	start := time.Now()
-	e, err := StartEmbedded(cfg)
+	e, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("StartEmbedded took %v", time.Since(start))
+	t.Logf("Start took %v", time.Since(start))
 	t.Cleanup(func() {
 		if err := e.Close(); err != nil {
 			t.Error(err)
@@ -60,7 +62,7 @@ func startEmbedded(t *testing.T, cfg EmbeddedConfig) *Embedded {
 
 func newTestClient(t *testing.T, brokers []string, extra ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := NewClient(Config{Brokers: brokers, Logger: testLogger(t)}, extra...)
+	cl, err := kafka.NewClient(kafka.Config{Brokers: brokers, Logger: testLogger(t)}, extra...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,22 +97,22 @@ func TestEmbeddedPersistsAcrossRestart(t *testing.T) {
 		n     = 1000
 	)
 
-	e, err := StartEmbedded(EmbeddedConfig{DataDir: dir, Listen: "127.0.0.1:0", Logger: testLogger(t)})
+	e, err := Start(Config{DataDir: dir, Listen: "127.0.0.1:0", Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := NewClient(Config{Brokers: e.Brokers()}) // acks=all, idempotent
+	cl, err := kafka.NewClient(kafka.Config{Brokers: e.Brokers()}) // acks=all, idempotent
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := NewTopics(cl, TopicDefaults{}).Ensure(ctx, topic); err != nil {
+	if err := kafka.NewTopics(cl, kafka.TopicDefaults{}).Ensure(ctx, topic); err != nil {
 		t.Fatal(err)
 	}
-	msgs := make([]Message, n)
+	msgs := make([]kafka.Message, n)
 	for i := range msgs {
-		msgs[i] = Message{Topic: topic, Key: []byte(fmt.Sprint(i % 7)), Value: fmt.Appendf(nil, `{"i":%d}`, i)}
+		msgs[i] = kafka.Message{Topic: topic, Key: []byte(fmt.Sprint(i % 7)), Value: fmt.Appendf(nil, `{"i":%d}`, i)}
 	}
-	if err := ProduceSync(ctx, cl, msgs); err != nil {
+	if err := kafka.ProduceSync(ctx, cl, msgs); err != nil {
 		t.Fatal(err)
 	}
 	adm := kadm.NewClient(cl)
@@ -138,7 +140,7 @@ func TestEmbeddedPersistsAcrossRestart(t *testing.T) {
 	}
 
 	// Restart on the same directory, on another free port.
-	e2 := startEmbedded(t, EmbeddedConfig{DataDir: dir})
+	e2 := startEmbedded(t, Config{DataDir: dir})
 	got := consumeAll(ctx, t, e2.Brokers(), topic, n)
 	if len(got) != n {
 		t.Fatalf("after restart: %d records, want %d", len(got), n)
@@ -164,7 +166,7 @@ func TestEmbeddedPersistsAcrossRestart(t *testing.T) {
 		t.Fatalf("end offset after restart = %d, want %d", o.Offset, n)
 	}
 	// The restarted broker keeps accepting writes after the old ones.
-	if err := ProduceSync(ctx, newTestClient(t, e2.Brokers()), []Message{{Topic: topic, Value: []byte(`{"i":1000}`)}}); err != nil {
+	if err := kafka.ProduceSync(ctx, newTestClient(t, e2.Brokers()), []kafka.Message{{Topic: topic, Value: []byte(`{"i":1000}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := consumeAll(ctx, t, e2.Brokers(), topic, n+1); got[n].Offset != n {
@@ -185,22 +187,22 @@ func TestEmbeddedKillHelper(t *testing.T) {
 		t.Skip("helper process of TestEmbeddedSurvivesKill")
 	}
 	ctx := t.Context()
-	e, err := StartEmbedded(EmbeddedConfig{DataDir: dir, Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	e, err := Start(Config{DataDir: dir, Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := NewClient(Config{Brokers: e.Brokers()})
+	cl, err := kafka.NewClient(kafka.Config{Brokers: e.Brokers()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := NewTopics(cl, TopicDefaults{}).Ensure(ctx, "events"); err != nil {
+	if err := kafka.NewTopics(cl, kafka.TopicDefaults{}).Ensure(ctx, "events"); err != nil {
 		t.Fatal(err)
 	}
-	msgs := make([]Message, 1000)
+	msgs := make([]kafka.Message, 1000)
 	for i := range msgs {
-		msgs[i] = Message{Topic: "events", Value: fmt.Appendf(nil, `{"i":%d}`, i)}
+		msgs[i] = kafka.Message{Topic: "events", Value: fmt.Appendf(nil, `{"i":%d}`, i)}
 	}
-	if err := ProduceSync(ctx, cl, msgs); err != nil {
+	if err := kafka.ProduceSync(ctx, cl, msgs); err != nil {
 		t.Fatal(err)
 	}
 	var commit kadm.Offsets
@@ -254,7 +256,7 @@ func TestEmbeddedSurvivesKill(t *testing.T) {
 		t.Fatalf("LocalBrokers after the kill: %v; want a not-running error", err)
 	}
 	start := time.Now()
-	e := startEmbedded(t, EmbeddedConfig{DataDir: dir})
+	e := startEmbedded(t, Config{DataDir: dir})
 	t.Logf("recovery start after SIGKILL took %v", time.Since(start))
 	got := consumeAll(ctx, t, e.Brokers(), "events", 1000)
 	for i, r := range got {
@@ -297,18 +299,18 @@ func TestEmbeddedRetention(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	const hour = int64(time.Hour / time.Millisecond)
-	e := startEmbedded(t, EmbeddedConfig{DataDir: dir, RetentionMs: hour})
+	e := startEmbedded(t, Config{DataDir: dir, RetentionMs: hour})
 	cl := newTestClient(t, e.Brokers())
 	adm := kadm.NewClient(cl)
 	compact, day := "compact", "86400000"
-	topics := NewTopics(cl, TopicDefaults{})
+	topics := kafka.NewTopics(cl, kafka.TopicDefaults{})
 	if err := topics.Ensure(ctx, "plain"); err != nil {
 		t.Fatal(err)
 	}
-	if err := topics.EnsureWith(ctx, TopicDefaults{Configs: map[string]*string{"cleanup.policy": &compact}}, "compacted"); err != nil {
+	if err := topics.EnsureWith(ctx, kafka.TopicDefaults{Configs: map[string]*string{"cleanup.policy": &compact}}, "compacted"); err != nil {
 		t.Fatal(err)
 	}
-	if err := topics.EnsureWith(ctx, TopicDefaults{Configs: map[string]*string{"retention.ms": &day}}, "explicit"); err != nil {
+	if err := topics.EnsureWith(ctx, kafka.TopicDefaults{Configs: map[string]*string{"retention.ms": &day}}, "explicit"); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
@@ -357,13 +359,13 @@ func TestEmbeddedRetention(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	e2 := startEmbedded(t, EmbeddedConfig{DataDir: dir, RetentionMs: hour})
+	e2 := startEmbedded(t, Config{DataDir: dir, RetentionMs: hour})
 	adm = kadm.NewClient(newTestClient(t, e2.Brokers()))
 	check("after restart")
 }
 
 func TestEmbeddedNoAutoCreate(t *testing.T) {
-	e := startEmbedded(t, EmbeddedConfig{DataDir: t.TempDir()})
+	e := startEmbedded(t, Config{DataDir: t.TempDir()})
 	cl := newTestClient(t, e.Brokers(), kgo.AllowAutoTopicCreation())
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
@@ -380,7 +382,7 @@ func TestEmbeddedNoAutoCreate(t *testing.T) {
 }
 
 func TestEmbeddedPartitionsDefault(t *testing.T) {
-	e := startEmbedded(t, EmbeddedConfig{DataDir: t.TempDir(), Partitions: 3})
+	e := startEmbedded(t, Config{DataDir: t.TempDir(), Partitions: 3})
 	adm := kadm.NewClient(newTestClient(t, e.Brokers()))
 	if _, err := adm.CreateTopic(t.Context(), -1, -1, nil, "t"); err != nil {
 		t.Fatal(err)
@@ -396,8 +398,8 @@ func TestEmbeddedPartitionsDefault(t *testing.T) {
 
 func TestEmbeddedDataDirInUse(t *testing.T) {
 	dir := t.TempDir()
-	e := startEmbedded(t, EmbeddedConfig{DataDir: dir})
-	_, err := StartEmbedded(EmbeddedConfig{DataDir: dir, Listen: "127.0.0.1:0", Logger: testLogger(t)})
+	e := startEmbedded(t, Config{DataDir: dir})
+	_, err := Start(Config{DataDir: dir, Listen: "127.0.0.1:0", Logger: testLogger(t)})
 	if err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second broker on %s: %v; want an in-use error", dir, err)
 	}
@@ -418,7 +420,7 @@ func TestEmbeddedStaleBrokerFile(t *testing.T) {
 	if !errors.Is(err, ErrNoLocalBroker) || !strings.Contains(err.Error(), "not running") || !strings.Contains(err.Error(), "--brokers") {
 		t.Fatalf("LocalBrokers on a stale file: %v", err)
 	}
-	e := startEmbedded(t, EmbeddedConfig{DataDir: dir})
+	e := startEmbedded(t, Config{DataDir: dir})
 	if got, err := LocalBrokers(dir); err != nil || !slices.Equal(got, e.Brokers()) {
 		t.Fatalf("LocalBrokers after replacing a stale file = %v, %v; want %v", got, err, e.Brokers())
 	}
@@ -441,18 +443,18 @@ func TestLocalBrokersMissing(t *testing.T) {
 
 func TestEmbeddedConfigErrors(t *testing.T) {
 	for _, c := range []struct {
-		cfg  EmbeddedConfig
+		cfg  Config
 		want string
 	}{
-		{EmbeddedConfig{}, "no data directory"},
-		{EmbeddedConfig{DataDir: "x", Listen: "nohostport"}, "listen address"},
-		{EmbeddedConfig{DataDir: "x", Listen: "0.0.0.0:0"}, "clients can dial"},
-		{EmbeddedConfig{DataDir: "x", Listen: ":0"}, "clients can dial"},
-		{EmbeddedConfig{DataDir: "x", Partitions: -1}, "partitions"},
-		{EmbeddedConfig{DataDir: "x", RetentionMs: -2}, "retention"},
+		{Config{}, "no data directory"},
+		{Config{DataDir: "x", Listen: "nohostport"}, "listen address"},
+		{Config{DataDir: "x", Listen: "0.0.0.0:0"}, "clients can dial"},
+		{Config{DataDir: "x", Listen: ":0"}, "clients can dial"},
+		{Config{DataDir: "x", Partitions: -1}, "partitions"},
+		{Config{DataDir: "x", RetentionMs: -2}, "retention"},
 	} {
-		if _, err := StartEmbedded(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("StartEmbedded(%+v) = %v; want an error containing %q", c.cfg, err, c.want)
+		if _, err := Start(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Start(%+v) = %v; want an error containing %q", c.cfg, err, c.want)
 		}
 	}
 }

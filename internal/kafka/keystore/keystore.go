@@ -1,4 +1,4 @@
-package kafka
+package keystore
 
 import (
 	"bytes"
@@ -18,13 +18,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventlogging/eventlogging/internal/iphash"
+	"github.com/eventlogging/eventlogging/internal/kafka"
 )
 
 // keyPartition is the only partition of the key topic that is read or
 // written: "lowest offset wins" needs a single log.
 const keyPartition int32 = 0
 
-// KeyStore is an iphash.KeyStore on a compacted, single-partition Kafka
+// Store is an iphash.KeyStore on a compacted, single-partition Kafka
 // topic, so every processor shares the client-IP hashing keys.
 //
 // Record layout: key "<period>/<uuid>" with a fresh UUID per Append, so log
@@ -35,9 +36,9 @@ const keyPartition int32 = 0
 // not depend on whether the broker has compacted yet. Malformed records are
 // logged (never their value, which holds a key) and skipped.
 //
-// A KeyStore owns one franz-go client; it is safe for concurrent use. Close
+// A Store owns one franz-go client; it is safe for concurrent use. Close
 // it when done.
-type KeyStore struct {
+type Store struct {
 	topic string
 	cl    *kgo.Client
 	adm   *kadm.Client
@@ -58,11 +59,11 @@ type keyRecord struct {
 	Created string  `json:"created"`
 }
 
-// NewKeyStore returns a KeyStore on topic, with its own client built from
-// cfg and extra (TLS, SASL …). The KeyStore's own settings are applied last
+// New returns a Store on topic, with its own client built from
+// cfg and extra (TLS, SASL …). The Store's own settings are applied last
 // and win: idempotent produce with acks from all in-sync replicas, partition
 // 0 only. Nothing is contacted until the first call.
-func NewKeyStore(cfg Config, topic string, extra ...kgo.Opt) (*KeyStore, error) {
+func New(cfg kafka.Config, topic string, extra ...kgo.Opt) (*Store, error) {
 	if topic == "" {
 		return nil, errors.New("kafka: key store: empty topic name")
 	}
@@ -76,11 +77,11 @@ func NewKeyStore(cfg Config, topic string, extra ...kgo.Opt) (*KeyStore, error) 
 		kgo.ProducerLinger(0),    // Append is synchronous and rare: do not wait for a batch
 		kgo.KeepControlRecords(), // so Load sees every offset below the high watermark
 	)
-	cl, err := NewClient(cfg, opts...)
+	cl, err := kafka.NewClient(cfg, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: key store %s: %w", topic, err)
 	}
-	return &KeyStore{
+	return &Store{
 		topic: topic,
 		cl:    cl,
 		adm:   kadm.NewClient(cl),
@@ -95,15 +96,15 @@ func NewKeyStore(cfg Config, topic string, extra ...kgo.Opt) (*KeyStore, error) 
 // EnsureTopic fails if its cleanup policy would let retention delete keys:
 // a processor started after that would create a second key for the period
 // and hash differently from the others.
-func (s *KeyStore) EnsureTopic(ctx context.Context, replicationFactor int16) error {
+func (s *Store) EnsureTopic(ctx context.Context, replicationFactor int16) error {
 	configs := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
 	if replicationFactor <= 0 {
 		replicationFactor = -1
 	} else {
 		configs["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(int(max(1, min(2, replicationFactor-1)))))
 	}
-	d := TopicDefaults{Partitions: 1, ReplicationFactor: replicationFactor, Configs: configs}
-	if err := NewTopics(s.cl, d).Ensure(ctx, s.topic); err != nil {
+	d := kafka.TopicDefaults{Partitions: 1, ReplicationFactor: replicationFactor, Configs: configs}
+	if err := kafka.NewTopics(s.cl, d).Ensure(ctx, s.topic); err != nil {
 		return fmt.Errorf("kafka: key store: %w", err)
 	}
 	return s.checkTopic(ctx)
@@ -111,7 +112,7 @@ func (s *KeyStore) EnsureTopic(ctx context.Context, replicationFactor int16) err
 
 // checkTopic verifies an existing key topic's partition count and cleanup
 // policy.
-func (s *KeyStore) checkTopic(ctx context.Context) error {
+func (s *Store) checkTopic(ctx context.Context) error {
 	details, err := s.adm.ListTopics(ctx, s.topic)
 	if err != nil {
 		return fmt.Errorf("kafka: key store: describe %s: %w", s.topic, err)
@@ -161,7 +162,7 @@ func (s *KeyStore) checkTopic(ctx context.Context) error {
 // is always included. Entries are read incrementally: each Load only fetches
 // what was added since the previous one. The returned slice and keys are
 // the caller's.
-func (s *KeyStore) Load(ctx context.Context) ([]iphash.Entry, error) {
+func (s *Store) Load(ctx context.Context) ([]iphash.Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
@@ -212,7 +213,7 @@ func (s *KeyStore) Load(ctx context.Context) ([]iphash.Entry, error) {
 
 // bounds returns the log start offset and the high watermark of the key
 // partition.
-func (s *KeyStore) bounds(ctx context.Context) (start, end int64, err error) {
+func (s *Store) bounds(ctx context.Context) (start, end int64, err error) {
 	ends, err := s.adm.ListEndOffsets(ctx, s.topic)
 	if err != nil {
 		return 0, 0, fmt.Errorf("kafka: key store: end offset of %s: %w", s.topic, err)
@@ -241,7 +242,7 @@ func (s *KeyStore) bounds(ctx context.Context) (start, end int64, err error) {
 // apply adds one consumed record to the entries, with compaction semantics:
 // a record replaces any earlier one with the same key, and a tombstone or a
 // malformed record leaves nothing in its place.
-func (s *KeyStore) apply(r *kgo.Record) {
+func (s *Store) apply(r *kgo.Record) {
 	s.next = max(s.next, r.Offset+1)
 	if r.Attrs.IsControl() {
 		return
@@ -292,7 +293,7 @@ func decodeKeyRecord(key string, value []byte) (iphash.Entry, error) {
 // Append writes e as a new candidate for its period and returns once all
 // in-sync replicas have it (idempotent producer, acks=all). e.Offset is
 // ignored.
-func (s *KeyStore) Append(ctx context.Context, e iphash.Entry) error {
+func (s *Store) Append(ctx context.Context, e iphash.Entry) error {
 	if len(e.Key) == 0 {
 		return fmt.Errorf("kafka: key store: append for period %d: empty key", e.Period)
 	}
@@ -320,7 +321,7 @@ func (s *KeyStore) Append(ctx context.Context, e iphash.Entry) error {
 	return nil
 }
 
-// Close closes the KeyStore's client. Calls in progress fail.
-func (s *KeyStore) Close() { s.cl.Close() }
+// Close closes the Store's client. Calls in progress fail.
+func (s *Store) Close() { s.cl.Close() }
 
-var _ iphash.KeyStore = (*KeyStore)(nil)
+var _ iphash.KeyStore = (*Store)(nil)

@@ -1,4 +1,4 @@
-package kafka
+package keystore
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventlogging/eventlogging/internal/iphash"
+	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/kafkatest"
 )
 
@@ -59,7 +60,7 @@ func (b *lockedBuffer) String() string {
 // them have got there, i.e. until every one has loaded a store without a key:
 // they all append, and must still agree.
 type racingStore struct {
-	*KeyStore
+	*Store
 	once    sync.Once
 	arrived *sync.WaitGroup
 }
@@ -69,14 +70,14 @@ func (r *racingStore) Append(ctx context.Context, e iphash.Entry) error {
 		r.arrived.Done()
 		r.arrived.Wait()
 	})
-	return r.KeyStore.Append(ctx, e)
+	return r.Store.Append(ctx, e)
 }
 
-func newTestKeyStore(t *testing.T, seeds []string, topic string, log *slog.Logger) *KeyStore {
+func newTestKeyStore(t *testing.T, seeds []string, topic string, log *slog.Logger) *Store {
 	t.Helper()
-	s, err := NewKeyStore(Config{Brokers: seeds, Logger: log}, topic)
+	s, err := New(kafka.Config{Brokers: seeds, Logger: log}, topic)
 	if err != nil {
-		t.Fatalf("NewKeyStore: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(s.Close)
 	return s
@@ -126,8 +127,8 @@ func keyStoreSuite(t *testing.T, seeds []string, topic string, compact func()) {
 	arrived.Add(2)
 	period := iphash.PeriodOf(time.Now(), iphash.DefaultPeriod)
 	stores := []*racingStore{
-		{KeyStore: newTestKeyStore(t, seeds, topic, nil), arrived: &arrived},
-		{KeyStore: newTestKeyStore(t, seeds, topic, nil), arrived: &arrived},
+		{Store: newTestKeyStore(t, seeds, topic, nil), arrived: &arrived},
+		{Store: newTestKeyStore(t, seeds, topic, nil), arrived: &arrived},
 	}
 	rotators := make([]*iphash.Rotator, len(stores))
 	errs := make(chan error, len(stores))
@@ -174,10 +175,10 @@ func keyStoreSuite(t *testing.T, seeds []string, topic string, compact func()) {
 	// --- Load is complete: whatever was appended, by any client, before
 	// Load is called is in its result, in offset order. Store a has loaded
 	// before (incremental); store fresh has not.
-	b := stores[1].KeyStore
+	b := stores[1].Store
 	var appended []string
 	for i := range 20 {
-		w := []*KeyStore{a, b}[i%2]
+		w := []*Store{a, b}[i%2]
 		key := bytes.Repeat([]byte{byte(i)}, iphash.KeySize)
 		if err := w.Append(ctx, iphash.Entry{Period: period + 1, Key: key, Writer: "bulk"}); err != nil {
 			t.Fatalf("Append: %v", err)
@@ -185,7 +186,7 @@ func keyStoreSuite(t *testing.T, seeds []string, topic string, compact func()) {
 		appended = append(appended, hex.EncodeToString(key))
 	}
 	fresh := newTestKeyStore(t, seeds, topic, nil)
-	for name, s := range map[string]*KeyStore{"incremental": a, "fresh": fresh} {
+	for name, s := range map[string]*Store{"incremental": a, "fresh": fresh} {
 		entries, err := s.Load(ctx)
 		if err != nil {
 			t.Fatalf("%s Load: %v", name, err)

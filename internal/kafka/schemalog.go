@@ -129,17 +129,18 @@ type SchemaLog struct {
 	stopOnce sync.Once
 	wake     chan struct{} // capacity 1: the elector has something to do
 
-	mu        sync.Mutex
-	next      int64         // offset after the last record read and applied
-	advanced  chan struct{} // closed and replaced whenever next grows
-	announced string        // URL of the latest leader announcement
-	member    uint64        // the current election client; older ones' callbacks are ignored
-	assigned  bool          // the current election client holds partition 0
-	assignSeq uint64        // bumped at every assignment change
-	acquiring context.CancelFunc
-	term      *schemaTerm   // non-nil while this instance is the leader
-	retired   []*schemaTerm // ended terms whose writer the elector closes
-	rejoin    bool          // fenced: leave the election group and join again
+	mu          sync.Mutex
+	next        int64         // offset after the last record read and applied
+	advanced    chan struct{} // closed and replaced whenever next grows
+	announced   string        // URL of the latest leader announcement
+	announcedAt int64         // offset of the latest leader announcement; -1: none read
+	member      uint64        // the current election client; older ones' callbacks are ignored
+	assigned    bool          // the current election client holds partition 0
+	assignSeq   uint64        // bumped at every assignment change
+	acquiring   context.CancelFunc
+	term        *schemaTerm   // non-nil while this instance is the leader
+	retired     []*schemaTerm // ended terms whose writer the elector closes
+	rejoin      bool          // fenced: leave the election group and join again
 }
 
 // schemaTerm is one leadership term: the transactional writer initialised
@@ -178,14 +179,15 @@ func NewSchemaLog(cfg SchemaLogConfig) (*SchemaLog, error) {
 		cfg.Kafka.Logger = cfg.Logger
 	}
 	return &SchemaLog{
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "schema-log", "topic", cfg.Topic),
-		group:    cfg.Topic + "-leader",
-		txnID:    cfg.Topic + "-writer",
-		ready:    make(chan struct{}),
-		stopped:  make(chan struct{}),
-		wake:     make(chan struct{}, 1),
-		advanced: make(chan struct{}),
+		cfg:         cfg,
+		log:         cfg.Logger.With("component", "schema-log", "topic", cfg.Topic),
+		group:       cfg.Topic + "-leader",
+		txnID:       cfg.Topic + "-writer",
+		ready:       make(chan struct{}),
+		stopped:     make(chan struct{}),
+		wake:        make(chan struct{}, 1),
+		advanced:    make(chan struct{}),
+		announcedAt: -1,
 	}, nil
 }
 
@@ -339,7 +341,7 @@ func (l *SchemaLog) noteAnnouncement(r *kgo.Record) {
 		return
 	}
 	l.mu.Lock()
-	l.announced = a.URL
+	l.announced, l.announcedAt = a.URL, r.Offset
 	l.mu.Unlock()
 	l.log.Info("schema log leader announced", "url", a.URL, "since", a.Since, "offset", r.Offset)
 }
@@ -470,6 +472,15 @@ func (l *SchemaLog) notLeader() error {
 // write produces one record in its own transaction and commits it,
 // returning its offset. The commit is attempted even after ctx is done: the
 // outcome of an interrupted commit would be unknown.
+//
+// A nil error does not prove the commit on a writer's first transaction:
+// franz-go (v1.22) buffers the first record for a topic the client has not
+// loaded yet into the new partition, which may send it and have it
+// acknowledged, before it publishes the topic's partitions; an
+// EndTransaction in that window finds no partition in the transaction, so it
+// aborts it instead and returns nil. acquire reads its announcement back to
+// tell. A term's later transactions are not exposed: its first commit, read
+// back, shows that the client had published the partitions.
 func (t *schemaTerm) write(ctx context.Context, key, value []byte) (int64, error) {
 	if err := t.w.BeginTransaction(); err != nil {
 		return -1, fmt.Errorf("begin transaction: %w", err)
@@ -497,7 +508,8 @@ func (t *schemaTerm) write(ctx context.Context, key, value []byte) (int64, error
 // isFenced reports whether err says a newer producer epoch exists for the
 // transactional id.
 func isFenced(err error) bool {
-	return errors.Is(err, kerr.ProducerFenced) ||
+	return errors.Is(err, ErrFenced) ||
+		errors.Is(err, kerr.ProducerFenced) ||
 		errors.Is(err, kerr.InvalidProducerEpoch) ||
 		errors.Is(err, kerr.InvalidProducerIDMapping)
 }
@@ -701,6 +713,20 @@ func (l *SchemaLog) acquire(ctx context.Context, seq uint64) error {
 		l.mu.Unlock()
 		w.Close()
 		return nil
+	}
+	switch {
+	case err != nil:
+	case l.announcedAt > off:
+		// A writer initialised after ours announced itself.
+		err = fmt.Errorf("announcement at offset %d superseded at %d: %w", off, l.announcedAt, ErrFenced)
+	case l.announcedAt < off:
+		// The reader is past off but did not read our announcement:
+		// its transaction was aborted although write reported a commit
+		// (see write), and the reader moved past it on the abort
+		// marker. Leading now would leave the followers without this
+		// term's URL, and the writer's sequence numbers no longer
+		// match the broker's: retry with a new writer.
+		err = fmt.Errorf("announcement at offset %d was not committed", off)
 	}
 	if err != nil {
 		l.mu.Unlock()

@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/eventlogging/eventlogging/internal/kafkatest"
 )
@@ -38,6 +40,35 @@ func TestSchemaLogKFake(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 	schemaLogSuite(t, c.ListenAddrs(), func(t *testing.T) string { return kafkatest.Topic(t, "schemas") })
+}
+
+// TestSchemaLogAbortedAnnouncement: the first leader's announcement is
+// aborted although the writer was told it committed, as franz-go's
+// EndTransaction does when it races the client's first load of the topic's
+// partitions. The leader must not lead on it (the follower would never learn
+// its URL): it announces again.
+func TestSchemaLogAbortedAnnouncement(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	topic := kafkatest.Topic(t, "schemas")
+	var aborted atomic.Bool
+	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if r := req.(*kmsg.EndTxnRequest); r.TransactionalID == topic+"-writer" && r.Commit && aborted.CompareAndSwap(false, true) {
+			r.Commit = false // kfake aborts and answers as for a commit
+		}
+		return nil, nil, false
+	})
+	a := startInstance(t, c.ListenAddrs(), topic, "a", "http://a.test:8081", false)
+	waitReady(t, a)
+	eventually(t, 30*time.Second, "the announcement aborted", aborted.Load)
+	b := startInstance(t, c.ListenAddrs(), topic, "b", "http://b.test:8081", false)
+	waitReady(t, b)
+	leader := settledLeader(t, 30*time.Second, a, b)
+	appendN(t, leader, "subject", 2)
+	converged(t, leader, a, b)
 }
 
 func TestNewSchemaLogConfig(t *testing.T) {

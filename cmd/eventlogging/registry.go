@@ -16,6 +16,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/config"
 	"github.com/eventlogging/eventlogging/internal/intake"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/schemalog"
 	"github.com/eventlogging/eventlogging/internal/logging"
 	"github.com/eventlogging/eventlogging/internal/registry"
 	"github.com/eventlogging/eventlogging/internal/registry/compat"
@@ -109,7 +110,7 @@ func startRegistry(ctx context.Context, g *errgroup.Group, c config.Config, kc k
 	}
 	// Each package names itself: the schema log as schema-log, the
 	// registry as registry.
-	schemaLog, err := kafka.NewSchemaLog(kafka.SchemaLogConfig{
+	schemaLog, err := schemalog.New(schemalog.Config{
 		Kafka:             kc,
 		Topic:             c.Registry.Topic,
 		SelfURL:           selfURL,

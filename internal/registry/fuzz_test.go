@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/schemalog"
 )
 
 // FuzzApply feeds arbitrary records to the state machine: it must never
@@ -19,7 +19,7 @@ func FuzzApply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
 		st := newState()
 		for _, kv := range [][2]string{{k1, v1}, {k2, v2}, {k1, ""}} {
-			rec := kafka.LogRecord{Key: []byte(kv[0])}
+			rec := schemalog.Record{Key: []byte(kv[0])}
 			if kv[1] != "" {
 				rec.Value = []byte(kv[1])
 			}

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/schemalog"
 )
 
 // instance is a Registry running on a memLog, served by an httptest
@@ -238,6 +238,6 @@ func newRecorder(t testing.TB, r *Registry, method, path, body string) *httptest
 	return rec
 }
 
-func kafkaRecord(key, value string) kafka.LogRecord {
-	return kafka.LogRecord{Key: []byte(key), Value: []byte(value)}
+func kafkaRecord(key, value string) schemalog.Record {
+	return schemalog.Record{Key: []byte(key), Value: []byte(value)}
 }

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/schemalog"
 )
 
 // Media types of the API. Requests may use any of them (or none);
@@ -232,7 +232,7 @@ func (r *Registry) dispatch(c *call) error {
 		}
 	}
 	err := ep.fn(r, c)
-	if ep.write && errors.Is(err, kafka.ErrNotLeader) {
+	if ep.write && errors.Is(err, schemalog.ErrNotLeader) {
 		// Leadership moved between the check and the append.
 		_, leader := r.cfg.Log.Leader()
 		return r.forward(c, leader)

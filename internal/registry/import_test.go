@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/schemalog"
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
@@ -203,7 +203,7 @@ func TestImportDirConflicts(t *testing.T) {
 		follower := newInstance(t, topic)
 		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 		defer cancel()
-		if _, err := follower.r.ImportDir(ctx, examples); !errors.Is(err, kafka.ErrNotLeader) || !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := follower.r.ImportDir(ctx, examples); !errors.Is(err, schemalog.ErrNotLeader) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("ImportDir on a follower: %v, want ErrNotLeader", err)
 		}
 		// Once it leads, a waiting ImportDir imports.

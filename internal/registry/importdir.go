@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/schemalog"
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
@@ -45,7 +45,7 @@ type ImportStats struct {
 // the log's initial replay and for this instance to lead (so every
 // instance may call it; the one elected imports). Run must be running. If
 // ctx ends first, or leadership moves during the import, the error wraps
-// kafka.ErrNotLeader; calling again resumes where it stopped.
+// schemalog.ErrNotLeader; calling again resumes where it stopped.
 func (r *Registry) ImportDir(ctx context.Context, dir string) (ImportStats, error) {
 	var stats ImportStats
 	if err := r.cfg.Log.WaitReady(ctx); err != nil {
@@ -101,7 +101,7 @@ func (r *Registry) ImportDir(ctx context.Context, dir string) (ImportStats, erro
 const leaderPoll = 200 * time.Millisecond
 
 // waitLeader returns once this instance leads, or an error wrapping
-// kafka.ErrNotLeader and ctx's error.
+// schemalog.ErrNotLeader and ctx's error.
 func (r *Registry) waitLeader(ctx context.Context) error {
 	tick := time.NewTicker(leaderPoll)
 	defer tick.Stop()
@@ -111,7 +111,7 @@ func (r *Registry) waitLeader(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %w", kafka.ErrNotLeader, ctx.Err())
+			return fmt.Errorf("%w: %w", schemalog.ErrNotLeader, ctx.Err())
 		case <-tick.C:
 		}
 	}

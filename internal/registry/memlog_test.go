@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/schemalog"
 )
 
 // memTopic is an in-memory log shared by the memLogs of several registry
@@ -15,7 +15,7 @@ import (
 // return, in offset order, under the topic's lock.
 type memTopic struct {
 	mu      sync.Mutex
-	records []kafka.LogRecord
+	records []schemalog.Record
 	views   []*memLog
 	leader  *memLog
 }
@@ -26,7 +26,7 @@ type memTopic struct {
 type memLog struct {
 	t     *memTopic
 	url   string // this instance's URL, reported when it leads
-	apply func(kafka.LogRecord)
+	apply func(schemalog.Record)
 	ready chan struct{}
 }
 
@@ -58,7 +58,7 @@ func (t *memTopic) setLeader(l *memLog) {
 	t.leader = l
 }
 
-func (l *memLog) Run(ctx context.Context, apply func(kafka.LogRecord)) error {
+func (l *memLog) Run(ctx context.Context, apply func(schemalog.Record)) error {
 	l.t.mu.Lock()
 	if l.apply != nil {
 		l.t.mu.Unlock()
@@ -93,12 +93,12 @@ func (l *memLog) Append(ctx context.Context, key, value []byte) (int64, error) {
 	l.t.mu.Lock()
 	defer l.t.mu.Unlock()
 	if l.t.leader != l {
-		return -1, fmt.Errorf("memlog append: %w", kafka.ErrNotLeader)
+		return -1, fmt.Errorf("memlog append: %w", schemalog.ErrNotLeader)
 	}
 	if l.apply == nil {
 		return -1, errors.New("memlog append: not running")
 	}
-	rec := kafka.LogRecord{Key: slices.Clone(key), Offset: int64(len(l.t.records))}
+	rec := schemalog.Record{Key: slices.Clone(key), Offset: int64(len(l.t.records))}
 	if value != nil {
 		rec.Value = slices.Clone(value)
 	}
@@ -124,7 +124,7 @@ func (l *memLog) Leader() (bool, string) {
 }
 
 // snapshot returns the records so far.
-func (t *memTopic) snapshot() []kafka.LogRecord {
+func (t *memTopic) snapshot() []schemalog.Record {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return slices.Clone(t.records)

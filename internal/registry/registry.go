@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/schemalog"
 )
 
 // Log is the registry's storage: an ordered log of keyed records that
@@ -21,13 +21,13 @@ type Log interface {
 	// Run replays the log from its start, then follows it until ctx is
 	// done. apply is called from one goroutine, in offset order; a record
 	// with a nil Value is a tombstone.
-	Run(ctx context.Context, apply func(kafka.LogRecord)) error
+	Run(ctx context.Context, apply func(schemalog.Record)) error
 	// WaitReady returns once the initial replay is done (every record
 	// written before Run started has been applied), or with ctx's error.
 	WaitReady(ctx context.Context) error
 	// Append writes a record and returns its offset after apply ran for it
 	// locally. Only the leader may append; on any other instance it
-	// returns an error wrapping kafka.ErrNotLeader. A nil value writes a
+	// returns an error wrapping schemalog.ErrNotLeader. A nil value writes a
 	// tombstone.
 	Append(ctx context.Context, key, value []byte) (int64, error)
 	// Leader reports whether this instance is the leader, and otherwise the
@@ -146,7 +146,7 @@ func (r *Registry) Run(ctx context.Context) error {
 
 // apply is the state machine's transition function: it is deterministic,
 // so every instance replaying the same records reaches the same state.
-func (r *Registry) apply(rec kafka.LogRecord) {
+func (r *Registry) apply(rec schemalog.Record) {
 	if err := r.st.apply(rec); err != nil {
 		// A record this version cannot read is skipped on every instance
 		// alike; say so, since its schema will be missing.
@@ -170,7 +170,7 @@ func (r *Registry) waitReady(ctx context.Context) error {
 }
 
 // append writes one record, mapping failures to API errors. Errors
-// wrapping kafka.ErrNotLeader pass through, so the request is forwarded.
+// wrapping schemalog.ErrNotLeader pass through, so the request is forwarded.
 func (r *Registry) append(ctx context.Context, key string, value []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
@@ -178,7 +178,7 @@ func (r *Registry) append(ctx context.Context, key string, value []byte) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, kafka.ErrNotLeader):
+	case errors.Is(err, schemalog.ErrNotLeader):
 		return err
 	case errors.Is(err, context.DeadlineExceeded):
 		return apiErrorf(codeTimeout, "Write to the schema log timed out: %v", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/schemalog"
 	"github.com/eventlogging/eventlogging/internal/kafkatest"
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
@@ -41,7 +42,7 @@ func onSchemaLog(t *testing.T, seeds []string, topic string) {
 		srv := httptest.NewServer(mux)
 		t.Cleanup(srv.Close)
 		base := srv.URL + "/registry"
-		l, err := kafka.NewSchemaLog(kafka.SchemaLogConfig{Kafka: kafka.Config{Brokers: seeds}, Topic: topic, SelfURL: base, ReplicationFactor: 1})
+		l, err := schemalog.New(schemalog.Config{Kafka: kafka.Config{Brokers: seeds}, Topic: topic, SelfURL: base, ReplicationFactor: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafka/schemalog"
 )
 
 // The log's records. Keys are UTF-8 strings, values JSON; a nil value is a
@@ -187,7 +187,7 @@ func (s *state) waitFor(ctx context.Context, cond func() bool) error {
 
 // apply applies one record. A record it cannot read changes nothing and
 // is reported.
-func (s *state) apply(rec kafka.LogRecord) error {
+func (s *state) apply(rec schemalog.Record) error {
 	key := string(rec.Key)
 	s.mu.Lock()
 	defer s.mu.Unlock()

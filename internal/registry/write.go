@@ -10,7 +10,7 @@ import (
 // The write path. Each operation holds writeMu, decides from the state
 // (under its read lock), then appends records; Append returns after the
 // records are applied here, so the next operation sees them. Only the
-// leader appends: elsewhere Append fails with kafka.ErrNotLeader and the
+// leader appends: elsewhere Append fails with schemalog.ErrNotLeader and the
 // HTTP layer forwards the request.
 
 // registerOpts modify a registration.

@@ -1,4 +1,4 @@
-package kafka
+package schemalog
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/kafkatest"
 )
 
@@ -72,14 +73,14 @@ func TestSchemaLogAbortedAnnouncement(t *testing.T) {
 }
 
 func TestNewSchemaLogConfig(t *testing.T) {
-	if _, err := NewSchemaLog(SchemaLogConfig{}); !errors.Is(err, ErrNoBrokers) {
-		t.Fatalf("NewSchemaLog without brokers: err = %v, want ErrNoBrokers", err)
+	if _, err := New(Config{}); !errors.Is(err, kafka.ErrNoBrokers) {
+		t.Fatalf("New without brokers: err = %v, want kafka.ErrNoBrokers", err)
 	}
-	l, err := NewSchemaLog(SchemaLogConfig{Kafka: Config{Brokers: []string{"127.0.0.1:1"}}})
+	l, err := New(Config{Kafka: kafka.Config{Brokers: []string{"127.0.0.1:1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.cfg.Topic != DefaultSchemaTopic || l.group != DefaultSchemaTopic+"-leader" || l.txnID != DefaultSchemaTopic+"-writer" || l.cfg.SessionTimeout != 6*time.Second {
+	if l.cfg.Topic != DefaultTopic || l.group != DefaultTopic+"-leader" || l.txnID != DefaultTopic+"-writer" || l.cfg.SessionTimeout != 6*time.Second {
 		t.Fatalf("defaults: topic %q group %q txn %q session %v", l.cfg.Topic, l.group, l.txnID, l.cfg.SessionTimeout)
 	}
 	if self, url := l.Leader(); self || url != "" {
@@ -140,11 +141,11 @@ func groupStable(t *testing.T, seeds []string, topic string, n int) {
 // applied records what a SchemaLog passed to apply.
 type applied struct {
 	mu   sync.Mutex
-	recs []LogRecord
+	recs []Record
 	errs []string
 }
 
-func (a *applied) apply(r LogRecord) {
+func (a *applied) apply(r Record) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if bytes.HasPrefix(r.Key, []byte(leaderKey)) {
@@ -156,17 +157,17 @@ func (a *applied) apply(r LogRecord) {
 	a.recs = append(a.recs, r)
 }
 
-func (a *applied) snapshot() []LogRecord {
+func (a *applied) snapshot() []Record {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.recs)
 }
 
-func (a *applied) last() LogRecord {
+func (a *applied) last() Record {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.recs) == 0 {
-		return LogRecord{Offset: -1}
+		return Record{Offset: -1}
 	}
 	return a.recs[len(a.recs)-1]
 }
@@ -180,8 +181,8 @@ func (a *applied) check(t *testing.T) {
 	}
 }
 
-func sameRecords(x, y []LogRecord) bool {
-	return slices.EqualFunc(x, y, func(a, b LogRecord) bool {
+func sameRecords(x, y []Record) bool {
+	return slices.EqualFunc(x, y, func(a, b Record) bool {
 		return a.Offset == b.Offset && bytes.Equal(a.Key, b.Key) && bytes.Equal(a.Value, b.Value) && (a.Value == nil) == (b.Value == nil)
 	})
 }
@@ -190,7 +191,7 @@ func sameRecords(x, y []LogRecord) bool {
 type instance struct {
 	name string
 	url  string
-	l    *SchemaLog
+	l    *Log
 	rec  *applied
 	net  *netSwitch // nil: the instance's network cannot be cut
 
@@ -204,8 +205,8 @@ type instance struct {
 func startInstance(t *testing.T, seeds []string, topic, name, url string, cuttable bool) *instance {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo})).With("instance", name)
-	l, err := NewSchemaLog(SchemaLogConfig{
-		Kafka:             Config{Brokers: seeds},
+	l, err := New(Config{
+		Kafka:             kafka.Config{Brokers: seeds},
 		Topic:             topic,
 		SelfURL:           url,
 		ReplicationFactor: 1,
@@ -601,18 +602,18 @@ func testSchemaLogRefusesDeletingTopic(t *testing.T, seeds []string, topic strin
 	if _, err := kadm.NewClient(cl).CreateTopic(t.Context(), 1, -1, map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}, topic); err != nil {
 		t.Fatal(err)
 	}
-	l, err := NewSchemaLog(SchemaLogConfig{Kafka: Config{Brokers: seeds}, Topic: topic, SelfURL: "http://a.test"})
+	l, err := New(Config{Kafka: kafka.Config{Brokers: seeds}, Topic: topic, SelfURL: "http://a.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = l.Run(t.Context(), func(LogRecord) { t.Error("apply called") })
+	err = l.Run(t.Context(), func(Record) { t.Error("apply called") })
 	if err == nil || !strings.Contains(err.Error(), `cleanup.policy="delete"`) {
 		t.Fatalf("Run on a delete-policy topic: err = %v, want a cleanup.policy error", err)
 	}
 	if err := l.WaitReady(t.Context()); err == nil {
 		t.Fatal("WaitReady returned nil after Run failed")
 	}
-	if err := l.Run(t.Context(), func(LogRecord) {}); err == nil {
+	if err := l.Run(t.Context(), func(Record) {}); err == nil {
 		t.Fatal("second Run succeeded")
 	}
 }

@@ -1,4 +1,4 @@
-package kafka
+package schemalog
 
 import (
 	"bytes"
@@ -17,11 +17,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventlogging/eventlogging/internal/kafka"
 )
 
-// DefaultSchemaTopic is the schema log's topic when SchemaLogConfig.Topic is
+// DefaultTopic is the schema log's topic when Config.Topic is
 // empty.
-const DefaultSchemaTopic = "_eventlogging_schemas"
+const DefaultTopic = "_eventlogging_schemas"
 
 const (
 	// schemaPartition is the only partition of the schema log.
@@ -59,19 +61,19 @@ var ErrFenced = errors.New("schema log writer fenced by a newer leader")
 // returned.
 var errNotRunning = errors.New("kafka: schema log is not running")
 
-// LogRecord is one record of the schema log. Value nil is a tombstone.
-type LogRecord struct {
+// Record is one record of the schema log. Value nil is a tombstone.
+type Record struct {
 	Key, Value []byte
 	Offset     int64
 }
 
-// SchemaLogConfig configures a SchemaLog. Zero values are documented per
+// Config configures a Log. Zero values are documented per
 // field.
-type SchemaLogConfig struct {
+type Config struct {
 	// Kafka is the client configuration; Brokers is required.
-	Kafka Config
+	Kafka kafka.Config
 	// Topic is the compacted single-partition log; default
-	// DefaultSchemaTopic. The election group is "<Topic>-leader" and the
+	// DefaultTopic. The election group is "<Topic>-leader" and the
 	// transactional id of the writer "<Topic>-writer".
 	Topic string
 	// SelfURL is this instance's HTTP base URL, announced to the others
@@ -111,10 +113,10 @@ type SchemaLogConfig struct {
 // producer; the log is read with isolation level read_committed, so aborted
 // records (a fenced zombie's, say) are never applied.
 //
-// Methods are safe for concurrent use. NewSchemaLog starts nothing; Run does
+// Methods are safe for concurrent use. New starts nothing; Run does
 // the work, once.
-type SchemaLog struct {
-	cfg   SchemaLogConfig
+type Log struct {
+	cfg   Config
 	log   *slog.Logger
 	group string
 	txnID string
@@ -158,13 +160,13 @@ type announcement struct {
 	Since string `json:"since"`
 }
 
-// NewSchemaLog validates cfg and applies its defaults. It contacts nothing.
-func NewSchemaLog(cfg SchemaLogConfig) (*SchemaLog, error) {
+// New validates cfg and applies its defaults. It contacts nothing.
+func New(cfg Config) (*Log, error) {
 	if len(cfg.Kafka.Brokers) == 0 {
-		return nil, fmt.Errorf("kafka: schema log: %w", ErrNoBrokers)
+		return nil, fmt.Errorf("kafka: schema log: %w", kafka.ErrNoBrokers)
 	}
 	if cfg.Topic == "" {
-		cfg.Topic = DefaultSchemaTopic
+		cfg.Topic = DefaultTopic
 	}
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = 6 * time.Second
@@ -178,7 +180,7 @@ func NewSchemaLog(cfg SchemaLogConfig) (*SchemaLog, error) {
 	if cfg.Kafka.Logger == nil {
 		cfg.Kafka.Logger = cfg.Logger
 	}
-	return &SchemaLog{
+	return &Log{
 		cfg:         cfg,
 		log:         cfg.Logger.With("component", "schema-log", "topic", cfg.Topic),
 		group:       cfg.Topic + "-leader",
@@ -191,11 +193,11 @@ func NewSchemaLog(cfg SchemaLogConfig) (*SchemaLog, error) {
 	}, nil
 }
 
-func (l *SchemaLog) newClient(role string, opts ...kgo.Opt) (*kgo.Client, error) {
+func (l *Log) newClient(role string, opts ...kgo.Opt) (*kgo.Client, error) {
 	if l.clientOpts != nil {
 		opts = append(opts, l.clientOpts(role)...)
 	}
-	cl, err := NewClient(l.cfg.Kafka, opts...)
+	cl, err := kafka.NewClient(l.cfg.Kafka, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: schema log %s client: %w", role, err)
 	}
@@ -212,7 +214,7 @@ func (l *SchemaLog) newClient(role string, opts ...kgo.Opt) (*kgo.Client, error)
 // On return this instance has left the election group (so another takes
 // over at once) and its writer is closed. Run returns nil when ctx is done,
 // or the error that prevented it from starting. It may be called once.
-func (l *SchemaLog) Run(ctx context.Context, apply func(LogRecord)) error {
+func (l *Log) Run(ctx context.Context, apply func(Record)) error {
 	if apply == nil {
 		return errors.New("kafka: schema log: nil apply")
 	}
@@ -263,11 +265,11 @@ func (l *SchemaLog) Run(ctx context.Context, apply func(LogRecord)) error {
 	return nil
 }
 
-func (l *SchemaLog) stop() { l.stopOnce.Do(func() { close(l.stopped) }) }
+func (l *Log) stop() { l.stopOnce.Do(func() { close(l.stopped) }) }
 
 // bounds returns the log start offset and the last stable offset (the end of
 // what read_committed consumers can read) of the partition.
-func (l *SchemaLog) bounds(ctx context.Context, adm *kadm.Client) (start, end int64, err error) {
+func (l *Log) bounds(ctx context.Context, adm *kadm.Client) (start, end int64, err error) {
 	lookup := func(what string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (int64, error) {
 		offs, err := list(ctx, l.cfg.Topic)
 		if err != nil {
@@ -293,7 +295,7 @@ func (l *SchemaLog) bounds(ctx context.Context, adm *kadm.Client) (start, end in
 
 // read consumes the log until ctx is done, applying records in offset order.
 // The initial replay is done once the offset target is reached.
-func (l *SchemaLog) read(ctx context.Context, rd *kgo.Client, apply func(LogRecord), target int64, ready bool) {
+func (l *Log) read(ctx context.Context, rd *kgo.Client, apply func(Record), target int64, ready bool) {
 	for {
 		fetches := rd.PollFetches(ctx)
 		if ctx.Err() != nil || fetches.IsClientClosed() {
@@ -315,7 +317,7 @@ func (l *SchemaLog) read(ctx context.Context, rd *kgo.Client, apply func(LogReco
 			case bytes.HasPrefix(r.Key, []byte(leaderKey)):
 				l.noteAnnouncement(r)
 			default:
-				apply(LogRecord{Key: r.Key, Value: r.Value, Offset: r.Offset})
+				apply(Record{Key: r.Key, Value: r.Value, Offset: r.Offset})
 			}
 		})
 		if last < 0 {
@@ -334,7 +336,7 @@ func (l *SchemaLog) read(ctx context.Context, rd *kgo.Client, apply func(LogReco
 	}
 }
 
-func (l *SchemaLog) noteAnnouncement(r *kgo.Record) {
+func (l *Log) noteAnnouncement(r *kgo.Record) {
 	var a announcement
 	if r.Value == nil || json.Unmarshal(r.Value, &a) != nil {
 		l.log.Warn("skipping malformed schema log leader announcement", "offset", r.Offset)
@@ -347,7 +349,7 @@ func (l *SchemaLog) noteAnnouncement(r *kgo.Record) {
 }
 
 // waitApplied returns once the record at off has been applied locally.
-func (l *SchemaLog) waitApplied(ctx context.Context, off int64) error {
+func (l *Log) waitApplied(ctx context.Context, off int64) error {
 	for {
 		l.mu.Lock()
 		next, advanced := l.next, l.advanced
@@ -367,7 +369,7 @@ func (l *SchemaLog) waitApplied(ctx context.Context, off int64) error {
 
 // WaitReady blocks until the initial replay has reached the end of the log
 // as it was when Run started, or until ctx is done or Run has returned.
-func (l *SchemaLog) WaitReady(ctx context.Context) error {
+func (l *Log) WaitReady(ctx context.Context) error {
 	select {
 	case <-l.ready:
 		return nil
@@ -390,7 +392,7 @@ func (l *SchemaLog) WaitReady(ctx context.Context) error {
 // term has not replaced yet is reported as unknown), so forwarding to it
 // cannot loop. The URL of a leader that has just died is reported until its
 // successor's announcement arrives.
-func (l *SchemaLog) Leader() (self bool, leaderURL string) {
+func (l *Log) Leader() (self bool, leaderURL string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.term != nil {
@@ -415,7 +417,7 @@ func (l *SchemaLog) Leader() (self bool, leaderURL string) {
 // the log (and be applied) later. Keys must not be empty nor start with
 // "_leader", which the log reserves for itself; value nil writes a
 // tombstone.
-func (l *SchemaLog) Append(ctx context.Context, key, value []byte) (int64, error) {
+func (l *Log) Append(ctx context.Context, key, value []byte) (int64, error) {
 	if len(key) == 0 {
 		return -1, errors.New("kafka: schema log append: empty key")
 	}
@@ -462,7 +464,7 @@ func (l *SchemaLog) Append(ctx context.Context, key, value []byte) (int64, error
 	return off, nil
 }
 
-func (l *SchemaLog) notLeader() error {
+func (l *Log) notLeader() error {
 	if _, url := l.Leader(); url != "" {
 		return fmt.Errorf("kafka: schema log append: %w (the leader is %s)", ErrNotLeader, url)
 	}
@@ -516,7 +518,7 @@ func isFenced(err error) bool {
 
 // endTerm ends t if it is still the current term, and asks the elector to
 // rejoin the election if t was fenced.
-func (l *SchemaLog) endTerm(t *schemaTerm, fenced bool) {
+func (l *Log) endTerm(t *schemaTerm, fenced bool) {
 	l.mu.Lock()
 	if l.term == t {
 		l.term = nil
@@ -529,7 +531,7 @@ func (l *SchemaLog) endTerm(t *schemaTerm, fenced bool) {
 	l.poke()
 }
 
-func (l *SchemaLog) poke() {
+func (l *Log) poke() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -538,7 +540,7 @@ func (l *SchemaLog) poke() {
 
 // elect takes part in the election until ctx is done, with one election
 // client (one group member) at a time.
-func (l *SchemaLog) elect(ctx context.Context) {
+func (l *Log) elect(ctx context.Context) {
 	for {
 		l.mu.Lock()
 		l.member++
@@ -602,7 +604,7 @@ func (l *SchemaLog) elect(ctx context.Context) {
 
 // setAssigned records whether the election client member holds partition
 // 0. Losing it ends the term at once: Appends fail with ErrNotLeader.
-func (l *SchemaLog) setAssigned(member uint64, assigned bool) {
+func (l *Log) setAssigned(member uint64, assigned bool) {
 	l.mu.Lock()
 	if member != l.member || l.assigned == assigned {
 		l.mu.Unlock()
@@ -626,7 +628,7 @@ func (l *SchemaLog) setAssigned(member uint64, assigned bool) {
 
 // campaign becomes leader whenever partition 0 is assigned, until ctx is
 // done or this member was fenced and must rejoin.
-func (l *SchemaLog) campaign(ctx context.Context) {
+func (l *Log) campaign(ctx context.Context) {
 	var retry <-chan time.Time
 	for {
 		l.closeRetired()
@@ -664,7 +666,7 @@ func (l *SchemaLog) campaign(ctx context.Context) {
 // acquire starts a term for the assignment seq: fence older writers and
 // announce (one transaction), read the log up to the announcement, then
 // accept Appends. It gives up, returning nil, if the assignment changes.
-func (l *SchemaLog) acquire(ctx context.Context, seq uint64) error {
+func (l *Log) acquire(ctx context.Context, seq uint64) error {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l.mu.Lock()
@@ -741,7 +743,7 @@ func (l *SchemaLog) acquire(ctx context.Context, seq uint64) error {
 
 // closeRetired closes the writers of ended terms, each after its Append in
 // progress, if any, has finished.
-func (l *SchemaLog) closeRetired() {
+func (l *Log) closeRetired() {
 	l.mu.Lock()
 	ts := l.retired
 	l.retired = nil
@@ -765,8 +767,8 @@ func ensureCompactedTopic(ctx context.Context, cl *kgo.Client, topic string, rep
 	} else {
 		configs["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(int(max(1, min(2, replicationFactor-1)))))
 	}
-	d := TopicDefaults{Partitions: 1, ReplicationFactor: replicationFactor, Configs: configs}
-	if err := NewTopics(cl, d).Ensure(ctx, topic); err != nil {
+	d := kafka.TopicDefaults{Partitions: 1, ReplicationFactor: replicationFactor, Configs: configs}
+	if err := kafka.NewTopics(cl, d).Ensure(ctx, topic); err != nil {
 		return err
 	}
 	adm := kadm.NewClient(cl)

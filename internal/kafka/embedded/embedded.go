@@ -81,7 +81,7 @@ type brokerInfo struct {
 	Started string   `json:"started"` // RFC 3339
 }
 
-// Embedded is a running single-node Kafka-protocol broker (franz-go's
+// Broker is a running single-node Kafka-protocol broker (franz-go's
 // kfake) persisting to a data directory. Safe for concurrent use.
 type Broker struct {
 	dir       string

@@ -92,7 +92,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// SchemaLog is the schema registry's storage: an ordered log of records in a
+// Log is the schema registry's storage: an ordered log of records in a
 // compacted, single-partition Kafka topic, replayed by every instance, with
 // exactly one writer at a time.
 //

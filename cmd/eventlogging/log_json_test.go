@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,61 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// jsonDuplicateKeys returns the keys that appear more than once in one
-// object of the JSON object line, at any depth; an error when line is not
-// one JSON object. (internal/logging's tests have the same check.)
-func jsonDuplicateKeys(line []byte) ([]string, error) {
-	if !bytes.HasPrefix(line, []byte("{")) {
-		return nil, errors.New("not a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	var dups []string
-	var walk func(path string) error
-	walk = func(path string) error {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key := path + k.(string)
-				if seen[key] {
-					dups = append(dups, key)
-				}
-				seen[key] = true
-				if err := walk(key + "."); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		case json.Delim('['):
-			for dec.More() {
-				if err := walk(path); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		}
-		return nil
-	}
-	if err := walk(""); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("data after the object")
-	}
-	return dups, nil
-}
+	"github.com/eventlogging/eventlogging/internal/testsupport"
+)
 
 // checkJSONLog checks that every line of log is a JSON object with time,
 // level and msg and no key twice, and returns the lines decoded.
@@ -76,7 +21,7 @@ func checkJSONLog(t *testing.T, log string) []map[string]any {
 	t.Helper()
 	var lines []map[string]any
 	for i, line := range strings.Split(strings.TrimSuffix(log, "\n"), "\n") {
-		dups, err := jsonDuplicateKeys([]byte(line))
+		dups, err := testsupport.DuplicateKeys([]byte(line))
 		if err != nil || len(dups) > 0 {
 			t.Errorf("line %d is not a JSON object with each key once (%v, duplicates %v): %s", i+1, err, dups, line)
 			continue

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventlogging/eventlogging/internal/kafkatest"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // TestSpoolDiskFull: the intake's spool is a 2 MiB tmpfs and its broker is
@@ -29,7 +30,7 @@ import (
 func TestSpoolDiskFull(t *testing.T) {
 	faultPass(t)
 	b := startReliabilityBroker(t)
-	spool := mountTmpfs(t, "2m")
+	spool := testsupport.MountTmpfs(t, "2m")
 	r := newRig(t, rigConfig{brokers: []string{b.addr}, spoolDir: spool, deliveryTimeout: 3 * time.Second})
 	in := r.supervise(roleIntake, "intake")
 
@@ -212,29 +213,6 @@ func lastLogLine(logs, text string) string {
 		return logs[start:]
 	}
 	return logs[start : i+end]
-}
-
-// mountTmpfs mounts a tmpfs of the given size on a new folder until the
-// test ends. Mounting needs root (CAP_SYS_ADMIN): without it the test
-// skips, or fails under CI=true.
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tmpfs")
-	if err := os.Mkdir(dir, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mount a %s tmpfs (needs root with CAP_SYS_ADMIN; under CI=true this test must run): %v", size, err)
-		}
-		t.Skipf("cannot mount a %s tmpfs to fill up (needs root with CAP_SYS_ADMIN): %v", size, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
 }
 
 // reliabilityBroker is a single broker of the test's own (scripts/kafka.sh

@@ -3,8 +3,6 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,61 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-)
 
-// duplicateKeys returns the keys that appear more than once in one JSON
-// object of line, at any depth ("a.b" for a key b inside a); an error when
-// line is not one JSON object.
-func duplicateKeys(line []byte) ([]string, error) {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	var dups []string
-	var walk func(path string) error
-	walk = func(path string) error {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key := path + k.(string)
-				if seen[key] {
-					dups = append(dups, key)
-				}
-				seen[key] = true
-				if err := walk(key + "."); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		case json.Delim('['):
-			for dec.More() {
-				if err := walk(path); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		}
-		return nil
-	}
-	if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("{")) {
-		return nil, fmt.Errorf("not a JSON object: %q", line)
-	}
-	if err := walk(""); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("trailing data after the object: %q", line)
-	}
-	return dups, nil
-}
+	"github.com/eventlogging/eventlogging/internal/testsupport"
+)
 
 func TestHandlerKeysOnce(t *testing.T) {
 	tests := []struct {
@@ -105,7 +51,7 @@ func TestHandlerKeysOnce(t *testing.T) {
 			var buf bytes.Buffer
 			tt.log(slog.New(NewHandler(&buf, JSON, slog.LevelDebug)))
 			line := buf.Bytes()
-			if dups, err := duplicateKeys(line); err != nil || len(dups) > 0 {
+			if dups, err := testsupport.DuplicateKeys(line); err != nil || len(dups) > 0 {
 				t.Fatalf("%s: duplicate keys %v (%v)", line, dups, err)
 			}
 			var got map[string]any
@@ -178,7 +124,7 @@ func TestHandlerConcurrentLines(t *testing.T) {
 		t.Fatalf("%d lines", len(lines))
 	}
 	for _, line := range lines {
-		if dups, err := duplicateKeys([]byte(line)); err != nil || len(dups) > 0 {
+		if dups, err := testsupport.DuplicateKeys([]byte(line)); err != nil || len(dups) > 0 {
 			t.Fatalf("%s: %v %v", line, dups, err)
 		}
 	}

@@ -8,38 +8,16 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-)
 
-// mountTmpfs mounts a tmpfs of the given size option on a new directory
-// and unmounts it when the test ends. If mounting is not permitted (not
-// root, or no CAP_SYS_ADMIN in this container) it skips the test, or fails
-// it under CI=true, where these tests must run.
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tmpfs")
-	if err := syscall.Mkdir(dir, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mount a %s tmpfs (needs root with CAP_SYS_ADMIN; under CI=true this test must run): %v", size, err)
-		}
-		t.Skipf("cannot mount a %s tmpfs to fill up (needs root with CAP_SYS_ADMIN): %v", size, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
+	"github.com/eventlogging/eventlogging/internal/testsupport"
+)
 
 // TestDiskFull fills a 1 MiB filesystem, with no free-space reserve (as
 // when another writer takes the space): Append must fail with an error
 // wrapping ENOSPC, leave the spool as it was, and work again once Ack has
 // freed space; a reopen finds no torn tail to drop.
 func TestDiskFull(t *testing.T) {
-	dir := filepath.Join(mountTmpfs(t, "1m"), "spool")
+	dir := filepath.Join(testsupport.MountTmpfs(t, "1m"), "spool")
 	cfg := Config{SegmentBytes: 64 << 10, MaxBytes: 64 << 20, MinFreeBytes: -1} // MaxBytes is not the limit here
 	q := open(t, dir, cfg)
 
@@ -107,7 +85,7 @@ func TestDiskFull(t *testing.T) {
 // records before it, and then drains the spool: Ack must free the whole
 // segment and the cursor still fit.
 func TestDiskFullMidSegment(t *testing.T) {
-	dir := filepath.Join(mountTmpfs(t, "1m"), "spool")
+	dir := filepath.Join(testsupport.MountTmpfs(t, "1m"), "spool")
 	q := open(t, dir, Config{SegmentBytes: 16 << 20, MinFreeBytes: -1})
 	var want []Record
 	var err error
@@ -189,7 +167,7 @@ func freeBytes(t *testing.T, path string) int64 {
 // until the last. Reopening on the full disk finds the spool empty, and
 // Append works again once the other file is gone.
 func TestAckOnFullDisk(t *testing.T) {
-	mnt := mountTmpfs(t, "1m")
+	mnt := testsupport.MountTmpfs(t, "1m")
 	dir := filepath.Join(mnt, "spool")
 	q := open(t, dir, Config{}) // the default reserve and 64 MiB segments
 	var want []Record
@@ -261,7 +239,7 @@ func TestAckOnFullDisk(t *testing.T) {
 // would take the free space below Config.MinFreeBytes, and leaves every
 // record appended before intact.
 func TestMinFreeBytes(t *testing.T) {
-	mnt := mountTmpfs(t, "2m")
+	mnt := testsupport.MountTmpfs(t, "2m")
 	dir := filepath.Join(mnt, "spool")
 	const reserve = 512 << 10
 	cfg := Config{SegmentBytes: 256 << 10, MinFreeBytes: reserve}
@@ -321,7 +299,7 @@ func TestMinFreeBytes(t *testing.T) {
 // block, so on a full disk Open fails, saying so, and leaves the text
 // cursor for the next Open, which converts it once there is space.
 func TestConvertTextCursorOnFullDisk(t *testing.T) {
-	mnt := mountTmpfs(t, "1m")
+	mnt := testsupport.MountTmpfs(t, "1m")
 	dir := filepath.Join(mnt, "spool")
 	want := writeTextCursorSpool(t, dir, 10, 4)
 	filler := filepath.Join(mnt, "filler")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests need
-# (kcat, curl, MariaDB, PostgreSQL, Prometheus' promtool, Chromium and PHP
-# from Debian, Apache Kafka from Maven
+# (kcat, curl, MariaDB, PostgreSQL, Prometheus' promtool, Chromium, PHP and
+# systemd-analyze from Debian, helm from its Go module, Apache Kafka from Maven
 # Central, Confluent's Python client from PyPI), starts a real Kafka broker and
 # real MariaDB and PostgreSQL servers, runs the linters and every Go test
 # against them, stops them.
@@ -26,6 +26,7 @@ command -v mariadbd >/dev/null || need+=(mariadb-server mariadb-client)
 command -v promtool >/dev/null || need+=(prometheus)
 command -v chromium >/dev/null || need+=(chromium)
 command -v php >/dev/null || need+=(php-cli)
+command -v systemd-analyze >/dev/null || need+=(systemd) # verifies deploy/systemd
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		log "missing ${need[*]}: run as root or install them with apt-get"
@@ -53,6 +54,13 @@ export PATH="$gobin:$PATH"
 if ! golangci-lint version 2>/dev/null | grep -q 'version 2.15.0'; then
 	log "installing golangci-lint v2.15.0"
 	go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+fi
+# helm, for the chart in deploy/helm (go test ./deploy renders it): a tool
+# built from its Go module, not a dependency of this one (its own version
+# string says v3.22 only; the module version is in the binary).
+if ! go version -m "$gobin/helm" 2>/dev/null | grep -q 'mod[[:space:]]*helm.sh/helm/v3[[:space:]]*v3.22.0[[:space:]]'; then
+	log "installing helm v3.22.0"
+	go install helm.sh/helm/v3/cmd/helm@v3.22.0
 fi
 
 # 3. Python clients for the interop tests (Confluent's), in a cached virtualenv.
@@ -105,6 +113,7 @@ if ! go mod tidy -diff; then
 fi
 go vet ./...
 golangci-lint run ./...
+helm lint --strict deploy/helm/eventlogging
 # Every fuzz target for a few seconds (their seed corpora also run in the
 # main pass); the load and fault tests (docs/reliability.md) measure, so
 # they run without the race detector, one after another (they skip under

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -30,6 +30,8 @@ type opsFlags struct {
 	config, brokers, registry, dataDir string
 	// health: the local standalone's HTTP endpoints, when one was found.
 	health map[string]string
+	// standalone: the cluster is a local standalone's (it runs both sinks).
+	standalone bool
 }
 
 func (f *opsFlags) register(fs interface {
@@ -55,6 +57,7 @@ func (f *opsFlags) load() (config.Config, error) {
 		if f.registry == "" {
 			f.registry = localRegistry(f.dataDir)
 		}
+		f.standalone = true
 		if info, ok := readStandaloneInfo(f.dataDir); ok {
 			f.health = map[string]string{"intake": info.HTTP + "/readyz", "registry": info.Registry + "/"}
 		}
@@ -65,8 +68,54 @@ func (f *opsFlags) load() (config.Config, error) {
 	return c, c.Validate()
 }
 
+// healthTargets are the role health URLs the dashboard and status check:
+// --health when given (flag, ROLE=URL,…), else dashboard.health; then the
+// local standalone's intake and registry (local) for roles not named; then
+// the registry of registry.url when no "registry" is named.
+func (f *opsFlags) healthTargets(c config.Config, flag string) (map[string]string, error) {
+	roles := maps.Clone(c.Dashboard.Health)
+	if flag != "" {
+		var err error
+		if roles, err = config.ParseHealth(flag); err != nil {
+			return nil, fmt.Errorf("%w: dashboard: --health %w", errUsage, err)
+		}
+	}
+	if roles == nil {
+		roles = map[string]string{}
+	}
+	for role, u := range f.health {
+		if _, ok := roles[role]; !ok {
+			roles[role] = u
+		}
+	}
+	if _, ok := roles["registry"]; !ok && c.Registry.URL != "" {
+		roles["registry"] = c.Registry.URL + "/"
+	}
+	return roles, nil
+}
+
+// expectedGroups are the consumer groups c runs: the processors' always,
+// the SQL and file sinks' when c enables them (sink.sql, sink.files; a
+// local standalone runs both).
+func (f *opsFlags) expectedGroups(c config.Config) []inspect.ExpectedGroup {
+	out := []inspect.ExpectedGroup{{Role: "processor", Group: c.Process.Group}}
+	if c.Sink.SQL != "" || f.standalone {
+		out = append(out, inspect.ExpectedGroup{Role: "sink-sql", Group: c.Sink.Group + "-sql"})
+	}
+	if c.Sink.Files != "" || f.standalone {
+		out = append(out, inspect.ExpectedGroup{Role: "sink-files", Group: c.Sink.Group + "-files"})
+	}
+	return out
+}
+
 // newInspector builds the inspector of c's pipeline.
 func newInspector(c config.Config, kc kafka.Config, health map[string]string, log *slog.Logger) (*inspect.Inspector, error) {
+	return newInspectorExpecting(c, kc, health, nil, log)
+}
+
+// newInspectorExpecting is newInspector that also reports the expected
+// consumer groups as roles, down until they have a member.
+func newInspectorExpecting(c config.Config, kc kafka.Config, health map[string]string, expect []inspect.ExpectedGroup, log *slog.Logger) (*inspect.Inspector, error) {
 	var raw []string
 	for _, in := range c.Process.Inputs {
 		raw = append(raw, in.Topic)
@@ -80,6 +129,7 @@ func newInspector(c config.Config, kc kafka.Config, health map[string]string, lo
 		HideRawTopics: c.Process.IP == "hash",
 		ErrorTopic:    c.Process.ErrorTopic,
 		Health:        health,
+		Expect:        expect,
 		Logger:        log.With("component", "inspect"),
 	})
 }
@@ -103,13 +153,16 @@ func dashboardHandler(ins *inspect.Inspector, c config.Config, prefix string, st
 	return guard.Handler(h), nil
 }
 
-const dashboardHelp = `Usage: eventlogging dashboard [--config FILE] [--kafka-brokers ADDRS] [--registry URL] [--listen ADDR]
+const dashboardHelp = `Usage: eventlogging dashboard [--config FILE] [--kafka-brokers ADDRS] [--registry URL] [--listen ADDR] [--health ROLE=URL,...]
 
 Serves the web dashboard (default :8090, dashboard.listen) for a running
 pipeline, read from Kafka and the schema registry:
 
   /             throughput per stream, valid/invalid rates, consumer lag,
-                health of each role
+                health of each role: the processors' and the enabled sinks'
+                consumer groups (process.group, sink.group with sink.sql,
+                sink.files), and the URLs of dashboard.health (--health
+                replaces it), e.g. intake: http://intake1:8080/readyz
   /schemas      the registry's schemas, versions side by side with a diff
   /tail         a live tail of any topic (pausable, filterable)
   /errors       the latest EventErrors with the violations highlighted in
@@ -128,7 +181,7 @@ func runDashboard(ctx context.Context, args []string, stderr io.Writer, log *slo
 	var f opsFlags
 	f.register(fs)
 	listen := fs.String("listen", "", "HTTP listen address (dashboard.listen, default :8090)")
-	health := fs.String("health", "", "role health URLs, comma-separated ROLE=URL, e.g. intake=http://intake:8080/healthz,registry=http://registry:8081/")
+	health := fs.String("health", "", "role health URLs, comma-separated ROLE=URL, e.g. intake=http://intake:8080/readyz,registry=http://registry:8081/ (replaces dashboard.health)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -139,21 +192,9 @@ func runDashboard(ctx context.Context, args []string, stderr io.Writer, log *slo
 	if *listen != "" {
 		c.Dashboard.Listen = *listen
 	}
-	roles := map[string]string{}
-	for _, kv := range strings.Split(*health, ",") {
-		if kv = strings.TrimSpace(kv); kv == "" {
-			continue
-		}
-		role, u, ok := strings.Cut(kv, "=")
-		if !ok {
-			return fmt.Errorf("%w: dashboard: --health %q: want ROLE=URL", errUsage, kv)
-		}
-		roles[role] = u
-	}
-	if c.Registry.URL != "" {
-		if _, ok := roles["registry"]; !ok {
-			roles["registry"] = c.Registry.URL + "/"
-		}
+	roles, err := f.healthTargets(c, *health)
+	if err != nil {
+		return err
 	}
 	m := newRoleMetrics()
 	kc := kafkaConfig(c, log)
@@ -162,7 +203,7 @@ func runDashboard(ctx context.Context, args []string, stderr io.Writer, log *slo
 	if err := kafka.CheckAuth(ctx, kc); err != nil {
 		return err
 	}
-	ins, err := newInspector(c, kc, roles, log)
+	ins, err := newInspectorExpecting(c, kc, roles, f.expectedGroups(c), log)
 	if err != nil {
 		return err
 	}
@@ -187,12 +228,22 @@ func runDashboard(ctx context.Context, args []string, stderr io.Writer, log *slo
 	return g.Wait()
 }
 
-const statusHelp = `Usage: eventlogging status [--kafka-brokers ADDRS] [--json] [--errors N]
+const statusHelp = `Usage: eventlogging status [--config FILE] [--kafka-brokers ADDRS] [--json] [--errors N]
 
-Prints the pipeline at a glance: the roles (consumer groups and their
-members), consumer lag, the rate of each stream over --interval, and the
-latest EventErrors. --json prints the same as one JSON object, for scripts.
-Exit status 1 when a role has no member.`
+Prints the pipeline at a glance: the roles, consumer lag, the rate of each
+stream over --interval, and the latest EventErrors. --json prints the same
+as one JSON object, for scripts ("missing" names the roles down).
+
+The roles are the ones the configuration expects — the processors'
+consumer group (process.group), the sinks' groups it enables (sink.group
+-sql with sink.sql, -files with sink.files), every URL of dashboard.health
+and the registry of registry.url (each must answer 200) — and any other
+eventlogging consumer group found on the cluster. A local standalone
+(--data-dir) expects both sinks, its intake and its registry.
+
+Exit status 1, naming them, when a role is down: an expected group with no
+member (also one nobody has joined yet), a health URL that does not answer
+200, or another group without members.`
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) error {
 	fs := newFlagSet("status", statusHelp, stderr)
@@ -208,7 +259,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, log
 	if err != nil {
 		return err
 	}
-	ins, err := newInspector(c, kafkaConfig(c, log), f.health, log)
+	health, err := f.healthTargets(c, "")
+	if err != nil {
+		return err
+	}
+	ins, err := newInspectorExpecting(c, kafkaConfig(c, log), health, f.expectedGroups(c), log)
 	if err != nil {
 		return err
 	}
@@ -233,7 +288,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, log
 			return err
 		}
 	}
-	unhealthy := slices.ContainsFunc(ov.Roles, func(r inspect.RoleHealth) bool { return !r.Healthy })
+	down := ov.Down()
+	missing := make([]string, 0, len(down))
+	for _, r := range down {
+		missing = append(missing, r.Role)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -241,16 +300,30 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, log
 			inspect.Overview
 			Errors  []inspect.ErrorRecord `json:"errors"`
 			Healthy bool                  `json:"healthy"`
-		}{ov, recent, !unhealthy}); err != nil {
+			Missing []string              `json:"missing"`
+		}{ov, recent, len(down) == 0, missing}); err != nil {
 			return err
 		}
 	} else {
 		printStatus(stdout, ov, recent)
 	}
-	if unhealthy {
-		return fmt.Errorf("%w: a role has no member", errFindings)
+	if len(down) > 0 {
+		why := make([]string, len(down))
+		for k, r := range down {
+			why[k] = fmt.Sprintf("%s (%s)", r.Role, roleDetail(r))
+		}
+		return fmt.Errorf("%w: status: %d roles down: %s", errFindings, len(down), strings.Join(why, "; "))
 	}
 	return nil
+}
+
+// roleDetail is a role's detail, with its health URL when the detail does
+// not name it already.
+func roleDetail(r inspect.RoleHealth) string {
+	if r.URL != "" && !strings.Contains(r.Detail, r.URL) {
+		return r.URL + ": " + r.Detail
+	}
+	return r.Detail
 }
 
 func printStatus(w io.Writer, ov inspect.Overview, recent []inspect.ErrorRecord) {
@@ -261,7 +334,7 @@ func printStatus(w io.Writer, ov inspect.Overview, recent []inspect.ErrorRecord)
 		if !r.Healthy {
 			h = "DOWN"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Role, h, r.Detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Role, h, roleDetail(r))
 	}
 	fmt.Fprintf(tw, "\nGROUP\tSTATE\tMEMBERS\tLAG\n")
 	for _, g := range ov.Groups {

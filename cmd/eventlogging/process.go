@@ -84,7 +84,7 @@ func runProcess(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.StringVar(&f.mixedExclude, "mixed-exclude", "", "regex of schemas kept out of the mixed topic")
 	fs.StringVar(&f.errorTopic, "error-topic", "", "topic of EventErrors (default eventlogging_EventError)")
 	fs.StringVar(&f.topicTemplate, "topic-template", "", "per-schema topic name, with {schema} and {revision} (default eventlogging_{schema})")
-	fs.StringVar(&f.metricsListen, "metrics-listen", "", `address of /metrics (metrics.listen, default :9101; "off" disables it)`)
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", `address of /metrics (process.metrics_listen, else metrics.listen, default :9101; "off" disables it)`)
 	fs.StringVar(&f.processorID, "processor-id", "", "name of this processor in EventErrors (process.processor_id, default host-pid)")
 	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "offline: process lines on `N` goroutines, one per CPU by default; the output is in input order, the same bytes for every N")
 	fs.BoolVar(&f.watch, "watch", false, "reload the schema folder, the stream configuration and log.level when their files change (SIGHUP always reloads)")
@@ -135,7 +135,7 @@ func (f processFlags) apply(c *config.Config) {
 	set(&p.ErrorTopic, f.errorTopic)
 	set(&p.TopicTemplate, f.topicTemplate)
 	set(&p.ProcessorID, f.processorID)
-	set(&c.Metrics.Listen, f.metricsListen)
+	set(&c.Process.MetricsListen, f.metricsListen)
 	if f.trust {
 		p.TrustClientCapsuleFields = true
 	}
@@ -371,7 +371,10 @@ func processKafka(ctx context.Context, c config.Config, rl *reloader, log *slog.
 	g.Go(func() error { return rl.Run(gctx) })
 	g.Go(func() error { return watchRegistry(gctx, c, kc, res, log) })
 	// First: a metrics address that cannot be bound stops the start.
-	if err := m.serveMetrics(gctx, g, c, ":9101", kc, []string{c.Process.Group}, log); err != nil {
+	// process.metrics_listen (--metrics-listen), else metrics.listen.
+	mc := c
+	mc.Metrics.Listen = c.ProcessMetricsListen()
+	if err := m.serveMetrics(gctx, g, mc, ":9101", kc, []string{c.Process.Group}, log); err != nil {
 		return err
 	}
 	if rot != nil {

@@ -50,7 +50,7 @@ func runSink(ctx context.Context, args []string, stderr io.Writer, log *slog.Log
 	files := fs.String("files", "", "file sink root directory (sink.files)")
 	format := fs.String("format", "", "file format: parquet or jsonl.gz (sink.format, default parquet)")
 	schemas := fs.String("schemas", "", "schema folder when no registry is configured (process.schemas_dir)")
-	metricsListen := fs.String("metrics-listen", "", `address of /metrics (metrics.listen, default :9102; "off" disables it)`)
+	metricsListen := fs.String("metrics-listen", "", `address of /metrics (sink.metrics_listen, else metrics.listen, default :9102; "off" disables it)`)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func runSink(ctx context.Context, args []string, stderr io.Writer, log *slog.Log
 	set(&c.Sink.Files, *files)
 	set(&c.Sink.Format, *format)
 	set(&c.Process.SchemasDir, *schemas)
-	set(&c.Metrics.Listen, *metricsListen)
+	set(&c.Sink.MetricsListen, *metricsListen)
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -96,7 +96,10 @@ func runSink(ctx context.Context, args []string, stderr io.Writer, log *slog.Log
 		groups = append(groups, c.Sink.Group+"-files")
 	}
 	// First: a metrics address that cannot be bound stops the start.
-	if err := m.serveMetrics(gctx, g, c, ":9102", kc, groups, log); err != nil {
+	// sink.metrics_listen (--metrics-listen), else metrics.listen.
+	mc := c
+	mc.Metrics.Listen = c.SinkMetricsListen()
+	if err := m.serveMetrics(gctx, g, mc, ":9102", kc, groups, log); err != nil {
 		return err
 	}
 	closeSinks, err := startSinks(gctx, g, c, kc, log, m)
@@ -234,6 +237,8 @@ func startSinks(ctx context.Context, g *errgroup.Group, c config.Config, kc kafk
 			Lateness:   c.Sink.Lateness,
 			Schemas:    res,
 			Logger:     log.With("component", "filesink"),
+			// Rows count as published when a checkpoint renames their files.
+			Published: m.sinkMetrics().Published("files"),
 		}
 		if codec != nil {
 			fcfg.Avro = codec

@@ -32,11 +32,12 @@ JSON is printed as a JSON string, a null value as null. tail reads without a
 consumer group, so it never moves anyone's committed offsets. Flags may come
 before or after the topics.
 
-The broker is --brokers when given; with --config, the configuration's kafka
-section (brokers, TLS, SASL: how to reach a secured cluster; --brokers still
-overrides the addresses); otherwise the local standalone broker
-("eventlogging standalone") found through the broker.json it writes in its
-data directory (--data-dir, or its kafka subfolder).
+The broker is --kafka-brokers when given (--brokers is the same flag, its
+former name); with --config, the configuration's kafka section (brokers,
+TLS, SASL: how to reach a secured cluster; --kafka-brokers still overrides
+the addresses); otherwise the local standalone broker ("eventlogging
+standalone") found through the broker.json it writes in its data directory
+(--data-dir, or its kafka subfolder).
 
 Filters (a record is printed when it passes every filter given):
   --schema NAME  the value's top-level "schema" field is NAME (EventLogging
@@ -56,7 +57,7 @@ Examples:
   eventlogging tail eventlogging_SearchQuery
   eventlogging tail --from-beginning --count 10 --pretty eventlogging-valid-mixed
   eventlogging tail --schema NavigationTiming --timeout 30s eventlogging-valid-mixed
-  eventlogging tail --brokers kafka1:9092,kafka2:9092 --grep '"code":"validation"' eventlogging_EventError
+  eventlogging tail --kafka-brokers kafka1:9092,kafka2:9092 --grep '"code":"validation"' eventlogging_EventError
   eventlogging tail --config /etc/eventlogging.yaml eventlogging_EventError   (TLS/SASL from the file)`
 
 type tailFlags struct {
@@ -70,11 +71,11 @@ type tailFlags struct {
 func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("tail", tailHelp, stderr)
 	var f tailFlags
-	fs.StringVar(&f.brokers, "brokers", "", "Kafka bootstrap addresses as `host:port,...` (e.g. kafka1:9092,kafka2:9092); default: the local standalone broker of --data-dir")
-	fs.StringVar(&f.brokers, "kafka-brokers", "", "alias of --brokers, as the other commands name it: `host:port,...`")
+	fs.StringVar(&f.brokers, "kafka-brokers", "", "Kafka bootstrap addresses as `host:port,...` (kafka.brokers, e.g. kafka1:9092,kafka2:9092), as every command names it; default: the local standalone broker of --data-dir")
+	fs.StringVar(&f.brokers, "brokers", "", "alias of --kafka-brokers (its former name): `host:port,...`")
 	fs.StringVar(&f.config, "config", "", "configuration `FILE` whose kafka section (brokers, TLS, SASL) and registry.url to use, e.g. --config /etc/eventlogging.yaml")
-	fs.StringVar(&f.dataDir, "data-dir", "data", "data directory `DIR` of the local standalone (\"eventlogging standalone --data-dir\"), searched for broker.json when --brokers and --config are not set")
-	fs.StringVar(&f.registry, "registry", "", "schema registry `URL` used to decode Avro records (Confluent wire format) to JSON, e.g. http://localhost:8080/registry; default: the local standalone's, when --brokers is not set")
+	fs.StringVar(&f.dataDir, "data-dir", "data", "data directory `DIR` of the local standalone (\"eventlogging standalone --data-dir\"), searched for broker.json when --kafka-brokers and --config are not set")
+	fs.StringVar(&f.registry, "registry", "", "schema registry `URL` used to decode Avro records (Confluent wire format) to JSON, e.g. http://localhost:8080/registry; default: the local standalone's, when --kafka-brokers is not set")
 	fs.BoolVar(&f.fromBeginning, "from-beginning", false, "print every record the topics still hold, then follow (default: only records produced after tail starts)")
 	fs.BoolVar(&f.pretty, "pretty", false, "indent each JSON value over several lines")
 	fs.StringVar(&f.schema, "schema", "", "print only events of schema `NAME`: top-level \"schema\" equal to NAME, or a \"$schema\" path with NAME as an element or title, e.g. --schema SearchQuery, --schema analytics/button_click")
@@ -315,8 +316,8 @@ func readStandaloneInfo(dataDir string) (standaloneInfo, bool) {
 }
 
 // clusterFromFlags is how tail and bench reach Kafka: with a configuration
-// file, its kafka section (brokers, TLS, SASL), --brokers overriding the
-// addresses; else --brokers; else the local standalone's broker in dataDir
+// file, its kafka section (brokers, TLS, SASL), --kafka-brokers overriding
+// the addresses; else --kafka-brokers; else the local standalone's broker in dataDir
 // (local is then true). c is the loaded configuration, if any.
 func clusterFromFlags(configPath, brokers, dataDir string, log *slog.Logger) (kc kafka.Config, c config.Config, local bool, err error) {
 	kc = kafka.Config{Logger: log}

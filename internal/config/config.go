@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"reflect"
 	"regexp"
@@ -89,8 +91,10 @@ func (l Log) SlogLevel() (slog.Level, error) {
 // listener of their own (process, sink); the intake, registry, dashboard
 // and standalone serve /metrics on their listener.
 type Metrics struct {
-	// Listen is the address of /metrics; default ":9101" for process,
-	// ":9102" for sink; "off" disables it.
+	// Listen is the address of /metrics of process and sink when their own
+	// key (process.metrics_listen, sink.metrics_listen) is not set: the
+	// fallback, for a file read by one role only. Default ":9101" for
+	// process, ":9102" for sink; "off" disables it.
 	Listen string `yaml:"listen"`
 	// LagInterval is how often consumer lag is computed; default 15s.
 	LagInterval time.Duration `yaml:"lag_interval"`
@@ -108,6 +112,12 @@ type Dashboard struct {
 	// ReplayToken is the former name of Token (it guarded the replay
 	// only), still read. Env EVENTLOGGING_DASHBOARD_REPLAY_TOKEN.
 	ReplayToken string `yaml:"replay_token"`
+	// Health maps role names to URLs that answer 200 while the role is
+	// healthy, e.g. intake: http://intake1:8080/readyz. The dashboard shows
+	// each; `eventlogging status` expects each and exits 1 when one does
+	// not answer 200. `dashboard --health` replaces it. Env
+	// EVENTLOGGING_DASHBOARD_HEALTH=intake=http://…,registry=http://….
+	Health map[string]string `yaml:"health"`
 }
 
 // AdminToken is the dashboard's token: token, else the former
@@ -145,6 +155,10 @@ type Sink struct {
 	// hours (writes _SUCCESS) this long after they end.
 	FileMaxAge time.Duration `yaml:"file_max_age"`
 	Lateness   time.Duration `yaml:"lateness"`
+	// MetricsListen is the address of /metrics of `eventlogging sink`
+	// (--metrics-listen); empty: metrics.listen, else ":9102"; "off"
+	// disables it.
+	MetricsListen string `yaml:"metrics_listen"`
 }
 
 // Registry configures the schema registry and how other roles reach it.
@@ -309,6 +323,34 @@ type Process struct {
 	MaxPollRecords           int           `yaml:"max_poll_records"`
 	ProcessorID              string        `yaml:"processor_id"`
 	Parallelism              int           `yaml:"parallelism"`
+	// MetricsListen is the address of /metrics of `eventlogging process`
+	// (--metrics-listen); empty: metrics.listen, else ":9101"; "off"
+	// disables it.
+	MetricsListen string `yaml:"metrics_listen"`
+}
+
+// ProcessMetricsListen is the /metrics address of `eventlogging process`:
+// process.metrics_listen, else metrics.listen; "" means the role's default
+// (:9101), "off" none.
+func (c *Config) ProcessMetricsListen() string {
+	return cmpOr(c.Process.MetricsListen, c.Metrics.Listen)
+}
+
+// SinkMetricsListen is the /metrics address of `eventlogging sink`:
+// sink.metrics_listen, else metrics.listen; "" means the role's default
+// (:9102), "off" none.
+func (c *Config) SinkMetricsListen() string {
+	return cmpOr(c.Sink.MetricsListen, c.Metrics.Listen)
+}
+
+// cmpOr returns the first non-empty string.
+func cmpOr(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // Default returns the configuration used when a key is not set.
@@ -548,9 +590,15 @@ func (c *Config) validateIntake() error {
 			return fmt.Errorf("config: intake.canary_events[%d]: want a legacy capsule (schema, revision, event) or an Event Platform event ($schema, meta.stream)", i)
 		}
 	}
-	if m := c.Metrics.Listen; m != "" && m != "off" {
-		if _, _, err := net.SplitHostPort(m); err != nil {
-			return fmt.Errorf("config: metrics.listen: %q: %w", m, err)
+	for _, k := range []struct{ key, addr string }{
+		{"metrics.listen", c.Metrics.Listen},
+		{"process.metrics_listen", c.Process.MetricsListen},
+		{"sink.metrics_listen", c.Sink.MetricsListen},
+	} {
+		if m := k.addr; m != "" && m != "off" {
+			if _, _, err := net.SplitHostPort(m); err != nil {
+				return fmt.Errorf("config: %s: %q: %w", k.key, m, err)
+			}
 		}
 	}
 	if c.Metrics.LagInterval < time.Second {
@@ -558,6 +606,9 @@ func (c *Config) validateIntake() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Dashboard.Listen); err != nil {
 		return fmt.Errorf("config: dashboard.listen: %q: %w", c.Dashboard.Listen, err)
+	}
+	if err := validateHealth(c.Dashboard.Health); err != nil {
+		return err
 	}
 	r := &c.Registry
 	if r.URL != "" && !strings.HasPrefix(r.URL, "http://") && !strings.HasPrefix(r.URL, "https://") {
@@ -601,6 +652,45 @@ func (c *Config) validateIntake() error {
 		return fmt.Errorf("config: standalone.retention: %s, want at least 1h", st.Retention)
 	}
 	return nil
+}
+
+var validRole = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,64}$`)
+
+// validateHealth checks dashboard.health: role names, and an http(s) URL
+// with a host for each, reported in role order.
+func validateHealth(h map[string]string) error {
+	roles := slices.Sorted(maps.Keys(h))
+	for _, role := range roles {
+		if !validRole.MatchString(role) {
+			return fmt.Errorf("config: dashboard.health: role %q: want letters, digits, '.', '_' or '-' (e.g. intake, intake-2)", role)
+		}
+		u, err := url.Parse(h[role])
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("config: dashboard.health: %s: %q is not an http(s) URL (e.g. http://intake1:8080/readyz)", role, h[role])
+		}
+	}
+	return nil
+}
+
+// ParseHealth reads role health targets written ROLE=URL,ROLE=URL (the
+// form of EVENTLOGGING_DASHBOARD_HEALTH and `dashboard --health`); empty
+// entries are skipped, an empty string gives nil.
+func ParseHealth(s string) (map[string]string, error) {
+	var out map[string]string
+	for kv := range strings.SplitSeq(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		role, u, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(role) == "" || strings.TrimSpace(u) == "" {
+			return nil, fmt.Errorf("%q: want ROLE=URL", kv)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[strings.TrimSpace(role)] = strings.TrimSpace(u)
+	}
+	return out, nil
 }
 
 // validateAdmin checks the admin networks and the tokens' former names.
@@ -739,6 +829,13 @@ func setFromString(f reflect.Value, s string) error {
 			return err
 		}
 		f.SetInt(int64(d))
+		return nil
+	case map[string]string:
+		m, err := ParseHealth(s)
+		if err != nil {
+			return err
+		}
+		f.Set(reflect.ValueOf(m))
 		return nil
 	case []string:
 		var parts []string

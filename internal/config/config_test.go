@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,5 +218,80 @@ func TestLogKeys(t *testing.T) {
 	env["EVENTLOGGING_LOG_REQUEST_SAMPLE"] = "a few"
 	if err := applyEnv(&c, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err == nil || !strings.Contains(err.Error(), "EVENTLOGGING_LOG_REQUEST_SAMPLE") {
 		t.Errorf("bad sample: %v", err)
+	}
+}
+
+// TestRoleMetricsListen: process.metrics_listen and sink.metrics_listen
+// win over metrics.listen, which stays the fallback for both; empty means
+// the role's default.
+func TestRoleMetricsListen(t *testing.T) {
+	for _, tt := range []struct {
+		yaml          string
+		process, sink string
+	}{
+		{"", "", ""},
+		{"metrics:\n  listen: \":9200\"\n", ":9200", ":9200"},
+		{"metrics:\n  listen: \"off\"\nprocess:\n  metrics_listen: \":9101\"\n", ":9101", "off"},
+		{"metrics:\n  listen: \":9200\"\nsink:\n  metrics_listen: \"127.0.0.1:9102\"\n", ":9200", "127.0.0.1:9102"},
+		{"process:\n  metrics_listen: \":9301\"\nsink:\n  metrics_listen: \"off\"\n", ":9301", "off"},
+	} {
+		c, err := Parse([]byte(tt.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		if got := c.ProcessMetricsListen(); got != tt.process {
+			t.Errorf("%q: process /metrics %q, want %q", tt.yaml, got, tt.process)
+		}
+		if got := c.SinkMetricsListen(); got != tt.sink {
+			t.Errorf("%q: sink /metrics %q, want %q", tt.yaml, got, tt.sink)
+		}
+	}
+	c := Default()
+	env := map[string]string{"EVENTLOGGING_PROCESS_METRICS_LISTEN": ":9401", "EVENTLOGGING_SINK_METRICS_LISTEN": ":9402"}
+	if err := applyEnv(&c, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		t.Fatal(err)
+	}
+	if c.ProcessMetricsListen() != ":9401" || c.SinkMetricsListen() != ":9402" {
+		t.Errorf("env: process %q, sink %q", c.ProcessMetricsListen(), c.SinkMetricsListen())
+	}
+}
+
+// TestDashboardHealth: dashboard.health from a file and from the
+// environment (ROLE=URL,…); an empty variable clears it.
+func TestDashboardHealth(t *testing.T) {
+	data, _ := os.ReadFile("testdata/roles.good.yaml")
+	c, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Dashboard.Health) != 2 || c.Dashboard.Health["intake"] != "http://intake1:8080/readyz" {
+		t.Errorf("dashboard.health from the file: %v", c.Dashboard.Health)
+	}
+	for _, tt := range []struct {
+		env  string
+		want map[string]string
+		err  string
+	}{
+		{"intake=http://a:8080/readyz, registry=http://r:8081/", map[string]string{"intake": "http://a:8080/readyz", "registry": "http://r:8081/"}, ""},
+		{"", nil, ""},
+		{"intake", nil, "EVENTLOGGING_DASHBOARD_HEALTH"},
+	} {
+		cc := c
+		err := applyEnv(&cc, func(k string) (string, bool) { return tt.env, k == "EVENTLOGGING_DASHBOARD_HEALTH" })
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: error %v, want one naming %s", tt.env, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tt.env, err)
+		}
+		if err := cc.Validate(); err != nil {
+			t.Errorf("%q: %v", tt.env, err)
+		}
+		if !maps.Equal(cc.Dashboard.Health, tt.want) {
+			t.Errorf("%q: health %v, want %v", tt.env, cc.Dashboard.Health, tt.want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
@@ -40,8 +41,14 @@ type Config struct {
 	// GroupPrefix selects the consumer groups shown; default "eventlogging".
 	GroupPrefix string
 	// Health maps role names to URLs answering 200 when the role is
-	// healthy (e.g. "intake": "http://intake:8080/healthz").
+	// healthy (e.g. "intake": "http://intake:8080/healthz"). Each is an
+	// expected role: down while its URL does not answer 200.
 	Health map[string]string
+	// Expect lists the consumer groups the configuration runs (the
+	// processors', the sinks'): each is a role in Overview even before its
+	// group exists, down while the group has no member. Groups found
+	// through GroupPrefix are roles too, but not expected ones.
+	Expect []ExpectedGroup
 	// Interval between samples of the topics' end offsets; default 2s.
 	// Rates are computed over the last two samples.
 	Interval time.Duration
@@ -64,11 +71,13 @@ type Inspector struct {
 	sr    *sr.Client
 	hc    *http.Client
 
-	mu      sync.RWMutex
-	samples map[string][]sample // topic -> history, oldest first
-	groups  []GroupStats
-	roles   []RoleHealth
-	last    time.Time
+	mu        sync.RWMutex
+	samples   map[string][]sample // topic -> history, oldest first
+	groups    []GroupStats
+	groupsErr error // the last sample's failure to describe the groups
+	sampled   bool  // groups were described at least once
+	roles     []RoleHealth
+	last      time.Time
 
 	recent recentErrors
 
@@ -189,7 +198,7 @@ func (i *Inspector) Sample(ctx context.Context) {
 		topics = slices.DeleteFunc(topics, func(t string) bool { return strings.HasPrefix(t, "_") })
 		ends, errs[0] = i.admin.EndOffsets(ctx, topics...)
 	})
-	wg.Go(func() { groups, errs[1] = i.admin.GroupLags(ctx, i.cfg.GroupPrefix) })
+	wg.Go(func() { groups, errs[1] = i.describeGroups(ctx) })
 	wg.Go(func() { roles = i.checkRoles(ctx) })
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil && ctx.Err() == nil {
@@ -212,10 +221,18 @@ func (i *Inspector) Sample(ctx context.Context) {
 		}
 		i.last = now
 	}
+	i.groupsErr = errs[1]
 	if errs[1] == nil {
+		i.sampled = true
 		i.groups = i.groups[:0]
 		for _, g := range groups {
 			gs := GroupStats{Group: g.Group, State: g.State, Members: g.Members, Lag: g.Total()}
+			switch {
+			case errors.Is(g.Err, kerr.GroupIDNotFound):
+				gs.State = "Dead" // never joined (or long gone): Kafka 4 says so with this error
+			case g.Err != nil:
+				gs.Error = g.Err.Error()
+			}
 			per := map[string]int64{}
 			for _, p := range g.Partitions {
 				per[p.Topic] += p.Lag
@@ -230,12 +247,37 @@ func (i *Inspector) Sample(ctx context.Context) {
 	i.roles = roles
 }
 
+// describeGroups describes the groups named with GroupPrefix and the
+// expected ones, sorted by name. An expected group that does not exist is
+// described too (state Dead, or an error, and no member).
+func (i *Inspector) describeGroups(ctx context.Context) ([]kafka.GroupLag, error) {
+	groups, err := i.admin.GroupLags(ctx, i.cfg.GroupPrefix)
+	if err != nil {
+		return nil, err
+	}
+	var others []string
+	for _, e := range i.cfg.Expect {
+		if !slices.ContainsFunc(groups, func(g kafka.GroupLag) bool { return g.Group == e.Group }) && !slices.Contains(others, e.Group) {
+			others = append(others, e.Group)
+		}
+	}
+	if len(others) > 0 {
+		more, err := i.admin.GroupLags(ctx, "", others...)
+		if err != nil {
+			return nil, err
+		}
+		groups = append(groups, more...)
+	}
+	slices.SortFunc(groups, func(a, b kafka.GroupLag) int { return strings.Compare(a.Group, b.Group) })
+	return groups, nil
+}
+
 // checkRoles asks each configured health URL, and infers the processor's
 // and sinks' health from their consumer groups (in Overview).
 func (i *Inspector) checkRoles(ctx context.Context) []RoleHealth {
 	var out []RoleHealth
 	for role, url := range i.cfg.Health {
-		h := RoleHealth{Role: role}
+		h := RoleHealth{Role: role, Expected: true, URL: url}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err == nil {
 			var resp *http.Response
@@ -300,10 +342,57 @@ func (i *Inspector) Overview(context.Context) (Overview, error) {
 	slices.SortFunc(ov.Streams, func(a, b StreamStats) int { return strings.Compare(a.Topic, b.Topic) })
 	ov.Groups = slices.Clone(i.groups)
 	ov.Roles = slices.Clone(i.roles)
-	for _, g := range i.groups {
-		ov.Roles = append(ov.Roles, RoleHealth{Role: strings.TrimPrefix(g.Group, i.cfg.GroupPrefix+"-"), Healthy: g.Members > 0, Detail: fmt.Sprintf("%d members, lag %d", g.Members, g.Lag)})
-	}
+	ov.Roles = append(ov.Roles, i.groupRoles()...)
 	return ov, nil
+}
+
+// groupRoles are the roles of the consumer groups: the expected ones
+// first, in Config.Expect order (down until their group has a member),
+// then the others found through GroupPrefix. Called with i.mu held.
+func (i *Inspector) groupRoles() []RoleHealth {
+	var out []RoleHealth
+	expected := map[string]bool{}
+	for _, e := range i.cfg.Expect {
+		if expected[e.Group] {
+			continue
+		}
+		expected[e.Group] = true
+		r := RoleHealth{Role: e.Role, Expected: true, Group: e.Group}
+		k := slices.IndexFunc(i.groups, func(g GroupStats) bool { return g.Group == e.Group })
+		switch {
+		case k >= 0:
+			r.Healthy, r.Detail = groupHealth(i.groups[k])
+		case !i.sampled && i.groupsErr == nil:
+			r.Detail = "not sampled yet"
+		case i.groupsErr != nil:
+			r.Detail = fmt.Sprintf("group %s: cannot describe the groups: %v", e.Group, i.groupsErr)
+		default:
+			r.Detail = fmt.Sprintf("no member: group %s does not exist (nothing has joined it yet)", e.Group)
+		}
+		out = append(out, r)
+	}
+	for _, g := range i.groups {
+		if expected[g.Group] {
+			continue
+		}
+		r := RoleHealth{Role: strings.TrimPrefix(g.Group, i.cfg.GroupPrefix+"-"), Group: g.Group}
+		r.Healthy, r.Detail = groupHealth(g)
+		out = append(out, r)
+	}
+	return out
+}
+
+// groupHealth says whether a group's role runs (it has a member), and why.
+func groupHealth(g GroupStats) (bool, string) {
+	switch {
+	case g.Members > 0:
+		return true, fmt.Sprintf("%d members, lag %d", g.Members, g.Lag)
+	case g.Error != "":
+		return false, fmt.Sprintf("no member: group %s: %s", g.Group, g.Error)
+	case g.State == "" || g.State == "Dead":
+		return false, fmt.Sprintf("no member: group %s does not exist (nothing has joined it yet)", g.Group)
+	}
+	return false, fmt.Sprintf("no member: group %s is %s, lag %d", g.Group, g.State, g.Lag)
 }
 
 // Topics lists the topics a live tail can follow.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -745,5 +747,123 @@ func TestHideRawTopics(t *testing.T) {
 			t.Errorf("HideRawTopics %t: Tail(raw) = %v", hide, err)
 		}
 		i.Close()
+	}
+}
+
+// TestExpectedRoles: the roles the configuration expects are in the
+// overview before anything consumed or answered — a group nobody joined
+// and a health URL that does not answer are down — while a group with a
+// member and a URL answering 200 are up; a group found by prefix only is
+// shown but not expected.
+func TestExpectedRoles(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	const topic = "eventlogging_Foo"
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	produce(ctx, t, testClient(t, brokers), &kgo.Record{Topic: topic, Value: []byte(`{}`)})
+	// The processors' group has a member; the sinks' groups were never
+	// joined; an old group of the prefix has offsets and no member.
+	member := testClient(t, brokers, kgo.ConsumerGroup("run-processor"), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for {
+		if f := member.PollFetches(ctx); ctx.Err() != nil {
+			t.Fatal("the member consumed nothing before the deadline")
+		} else if len(f.Records()) > 0 {
+			break
+		}
+	}
+	old := testClient(t, brokers, kgo.ConsumerGroup("eventlogging-old"), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	for {
+		f := old.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatal("the old member consumed nothing before the deadline")
+		}
+		if recs := f.Records(); len(recs) > 0 {
+			if err := old.CommitRecords(ctx, recs...); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	old.Close() // leaves the group: Empty, with its offsets
+
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer up.Close()
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close() // refuses connections
+
+	i, err := New(Config{
+		Kafka:  kafka.Config{Brokers: brokers},
+		Health: map[string]string{"registry": up.URL + "/", "intake": down.URL + "/readyz"},
+		Expect: []ExpectedGroup{
+			{Role: "processor", Group: "run-processor"},
+			{Role: "sink-sql", Group: "run-sink-sql"},
+			{Role: "sink-files", Group: "run-sink-files"},
+		},
+		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer i.Close()
+
+	ov, err := i.Overview(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ov.Roles[len(ov.Roles)-1]; r.Role != "sink-files" || r.Healthy || r.Detail != "not sampled yet" {
+		t.Errorf("before a sample: %+v, want sink-files down, not sampled yet", r)
+	}
+
+	i.Sample(ctx)
+	ov, err = i.Overview(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		healthy, expected bool
+		group, url        string
+		detail            string
+	}
+	wants := map[string]want{
+		"intake":     {false, true, "", down.URL + "/readyz", "connection refused"},
+		"registry":   {true, true, "", up.URL + "/", "200 OK"},
+		"processor":  {true, true, "run-processor", "", "1 members"},
+		"sink-sql":   {false, true, "run-sink-sql", "", "no member: group run-sink-sql does not exist"},
+		"sink-files": {false, true, "run-sink-files", "", "no member: group run-sink-files does not exist"},
+		"old":        {false, false, "eventlogging-old", "", "no member: group eventlogging-old is Empty"},
+	}
+	var order []string
+	for _, r := range ov.Roles {
+		order = append(order, r.Role)
+		w, ok := wants[r.Role]
+		if !ok {
+			t.Errorf("unexpected role %+v", r)
+			continue
+		}
+		if r.Healthy != w.healthy || r.Expected != w.expected || r.Group != w.group || r.URL != w.url || !strings.Contains(r.Detail, w.detail) {
+			t.Errorf("role %+v, want %+v", r, w)
+		}
+	}
+	if want := []string{"intake", "registry", "processor", "sink-sql", "sink-files", "old"}; !slices.Equal(order, want) {
+		t.Errorf("roles in order %v, want %v", order, want)
+	}
+	var downRoles []string
+	for _, r := range ov.Down() {
+		downRoles = append(downRoles, r.Role)
+	}
+	if want := []string{"intake", "sink-sql", "sink-files", "old"}; !slices.Equal(downRoles, want) {
+		t.Errorf("Down() = %v, want %v", downRoles, want)
+	}
+	var groups []string
+	for _, g := range ov.Groups {
+		groups = append(groups, g.Group+"="+g.State)
+	}
+	if want := []string{"eventlogging-old=Empty", "run-processor=Stable", "run-sink-files=Dead", "run-sink-sql=Dead"}; !slices.Equal(groups, want) {
+		t.Errorf("groups %v, want %v", groups, want)
 	}
 }

@@ -30,10 +30,13 @@ type StreamStats struct {
 // GroupStats is one consumer group.
 type GroupStats struct {
 	Group   string          `json:"group"`
-	State   string          `json:"state"` // Kafka's group state: Stable, Empty, …
+	State   string          `json:"state"` // Kafka's group state: Stable, Empty, Dead (never joined), …
 	Members int             `json:"members"`
 	Lag     int64           `json:"lag"` // total
 	Topics  []TopicGroupLag `json:"topics"`
+	// Error is why the group could not be described (e.g. it does not
+	// exist); empty when it was.
+	Error string `json:"error,omitempty"`
 }
 
 // TopicGroupLag is a group's lag on one topic.
@@ -46,7 +49,32 @@ type TopicGroupLag struct {
 type RoleHealth struct {
 	Role    string `json:"role"` // intake, processor, sink-sql, sink-files, registry
 	Healthy bool   `json:"healthy"`
-	Detail  string `json:"detail"` // e.g. "2 members", "spool empty", the error
+	Detail  string `json:"detail"` // e.g. "2 members, lag 0", "200 OK", the error
+	// Expected: the configuration expects the role (Config.Expect, or a
+	// Config.Health URL); false for a consumer group merely found on the
+	// cluster.
+	Expected bool `json:"expected"`
+	// Group is the role's consumer group (processors, sinks), URL its
+	// health URL (intake, registry, …).
+	Group string `json:"group,omitempty"`
+	URL   string `json:"url,omitempty"`
+}
+
+// ExpectedGroup is a role the configuration runs as a consumer group.
+type ExpectedGroup struct {
+	Role  string // processor, sink-sql, sink-files
+	Group string // e.g. eventlogging-processor
+}
+
+// Down returns the roles that are not healthy, in Overview order.
+func (o Overview) Down() []RoleHealth {
+	var out []RoleHealth
+	for _, r := range o.Roles {
+		if !r.Healthy {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // SchemaSummary is one registry subject.

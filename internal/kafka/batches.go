@@ -96,11 +96,16 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 			opts = append(opts, kgo.ConsumeExcludeTopics(cfg.Exclude...))
 		}
 	}
+	// Rebalances are logged (which partitions came, went or were lost).
+	rl := rebalanceLog{log: log, group: cfg.Group}
+	opts = append(opts, kgo.OnPartitionsAssigned(rl.assigned), kgo.OnPartitionsRevoked(rl.revoked), kgo.OnPartitionsLost(rl.lost))
 	// startErr stops the loop: resuming from the committed offsets instead
 	// of the sink's own could leave a gap.
 	var startErr atomic.Pointer[error]
 	if cfg.StartOffsets != nil {
+		// Replaces the assignment hook above: it logs too.
 		opts = append(opts, kgo.OnPartitionsAssigned(func(actx context.Context, c *kgo.Client, assigned map[string][]int32) {
+			rl.assigned(actx, c, assigned)
 			offs, err := cfg.StartOffsets(actx, assigned)
 			if err != nil {
 				err = fmt.Errorf("%w: sink start offsets: %w", ErrFatalBatch, err)

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -145,6 +148,7 @@ const shutdownTimeout = 30 * time.Second
 // that stopped it (nothing uncommitted is lost: it is consumed again).
 func (p *Pipe) Run(ctx context.Context) error {
 	log := p.cfg.Logger
+	rl := rebalanceLog{log: log, group: p.cfg.Group}
 	cl, err := NewClient(p.cfg.Kafka,
 		kgo.ConsumerGroup(p.cfg.Group),
 		kgo.ConsumeTopics(p.cfg.Topics...),
@@ -154,6 +158,9 @@ func (p *Pipe) Run(ctx context.Context) error {
 		kgo.HeartbeatInterval(p.cfg.SessionTimeout/10),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.OnPartitionsAssigned(rl.assigned),
+		kgo.OnPartitionsRevoked(rl.revoked),
+		kgo.OnPartitionsLost(rl.lost),
 	)
 	if err != nil {
 		return err
@@ -304,4 +311,77 @@ func waitABit(ctx context.Context) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// rebalanceLog logs a group member's rebalances at Info: which partitions
+// it was assigned, had revoked (a rebalance moved them, or the member
+// leaves) or lost (its session expired: another member owns them now).
+// After a member dies, the survivors' "partitions assigned" lines say
+// where its partitions went and when — kafka.session_timeout after the
+// death, since the coordinator waits that long for its heartbeat.
+type rebalanceLog struct {
+	log   *slog.Logger
+	group string
+}
+
+func (r rebalanceLog) assigned(_ context.Context, cl *kgo.Client, m map[string][]int32) {
+	if attrs := r.attrs(cl, m); attrs != nil {
+		r.log.Info("partitions assigned", attrs...)
+	}
+}
+
+func (r rebalanceLog) revoked(_ context.Context, cl *kgo.Client, m map[string][]int32) {
+	if attrs := r.attrs(cl, m); attrs != nil {
+		r.log.Info("partitions revoked", attrs...)
+	}
+}
+
+func (r rebalanceLog) lost(_ context.Context, cl *kgo.Client, m map[string][]int32) {
+	if attrs := r.attrs(cl, m); attrs != nil {
+		r.log.Info("partitions lost", attrs...)
+	}
+}
+
+// attrs are the attributes of a rebalance line, nil when m holds no
+// partition: franz-go also calls the revoke hook at the end of every group
+// session, with nothing revoked, which is not logged.
+func (r rebalanceLog) attrs(cl *kgo.Client, m map[string][]int32) []any {
+	n := 0
+	for _, ps := range m {
+		n += len(ps)
+	}
+	if n == 0 {
+		return nil
+	}
+	member, generation := cl.GroupMetadata()
+	return []any{"group", r.group, "partitions", formatPartitions(m), "count", n, "member", member, "generation", generation}
+}
+
+// formatPartitions writes topic partitions as "topic:0,1,2 other:3",
+// topics and partitions sorted.
+func formatPartitions(m map[string][]int32) string {
+	topics := make([]string, 0, len(m))
+	for t, ps := range m {
+		if len(ps) > 0 {
+			topics = append(topics, t)
+		}
+	}
+	slices.Sort(topics)
+	var b strings.Builder
+	for i, t := range topics {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(t)
+		b.WriteByte(':')
+		ps := slices.Clone(m[t])
+		slices.Sort(ps)
+		for j, p := range ps {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Itoa(int(p)))
+		}
+	}
+	return b.String()
 }

@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,12 +11,18 @@ import (
 
 // Metrics measures the sinks. A nil *Metrics counts nothing.
 type Metrics struct {
-	rows    *prometheus.CounterVec
-	batch   *prometheus.HistogramVec
-	write   *prometheus.HistogramVec
-	errors  *prometheus.CounterVec
-	retries *prometheus.CounterVec
-	canary  *prometheus.GaugeVec
+	rows      *prometheus.CounterVec
+	published *prometheus.CounterVec
+	batch     *prometheus.HistogramVec
+	write     *prometheus.HistogramVec
+	errors    *prometheus.CounterVec
+	retries   *prometheus.CounterVec
+	canary    *prometheus.GaugeVec
+
+	mu sync.Mutex
+	// later names the sinks that publish later than they write (the file
+	// sink): they count their published rows through Published.
+	later map[string]bool
 }
 
 // NewMetrics registers the sink metrics with reg.
@@ -23,7 +30,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventlogging_sink_rows_total",
-			Help: "Records written and committed by a sink (sql, files), by topic.",
+			Help: "Records a sink (sql, files) wrote and whose offsets it let commit, by topic. SQL: committed rows. Files: appended to in-progress files, not yet visible to readers (see eventlogging_sink_rows_published_total).",
+		}, []string{"sink", "topic"}),
+		published: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventlogging_sink_rows_published_total",
+			Help: "Records a sink (sql, files) made visible to readers, by topic. SQL: at the transaction commit. Files: when a checkpoint renamed their files into place.",
 		}, []string{"sink", "topic"}),
 		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "eventlogging_sink_batch_records",
@@ -49,9 +60,40 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"sink", "stream"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.rows, m.batch, m.write, m.errors, m.retries, m.canary)
+		reg.MustRegister(m.rows, m.published, m.batch, m.write, m.errors, m.retries, m.canary)
 	}
 	return m
+}
+
+// Published returns the function a sink that publishes its records later
+// than it writes them (the file sink, at a checkpoint) calls with the
+// records of topic it made visible to readers; they count in
+// eventlogging_sink_rows_published_total{sink}. From then on the written
+// batches of that sink count in eventlogging_sink_rows_total only. Call it
+// before the sink's first batch. A nil *Metrics returns a function that
+// counts nothing.
+func (m *Metrics) Published(sink string) func(topic string, records int) {
+	if m == nil {
+		return func(string, int) {}
+	}
+	m.mu.Lock()
+	if m.later == nil {
+		m.later = map[string]bool{}
+	}
+	m.later[sink] = true
+	m.mu.Unlock()
+	return func(topic string, records int) {
+		if records > 0 {
+			m.published.WithLabelValues(sink, topic).Add(float64(records))
+		}
+	}
+}
+
+// publishesLater reports whether sink counts its published rows itself.
+func (m *Metrics) publishesLater(sink string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.later[sink]
 }
 
 // written records a batch that was written and committed; poison are the
@@ -72,9 +114,15 @@ func (m *Metrics) written(sink string, batch []kafka.Record, poison []Poison, st
 	for _, p := range poison {
 		per[p.Record.Topic]--
 	}
+	// Rows committed in the batch's transaction are visible now; a sink
+	// that publishes later counts them when it does.
+	visible := !m.publishesLater(sink)
 	for t, n := range per {
 		if n > 0 {
 			m.rows.WithLabelValues(sink, t).Add(float64(n))
+			if visible {
+				m.published.WithLabelValues(sink, t).Add(float64(n))
+			}
 		}
 	}
 }

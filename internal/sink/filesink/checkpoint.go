@@ -202,15 +202,25 @@ func (s *Sink) checkpoint(st *partState) (err error) {
 		return err
 	}
 
+	records := 0
 	for _, e := range m.Files {
 		s.log.Debug("published", "file", e.Final, "records", e.Records)
+		records += e.Records
 	}
+	s.countPublished(st.topic, records)
 	s.open -= len(st.files)
 	clear(st.files)
 	st.published = st.last
 	st.due = false
 	st.openedAt = time.Time{}
 	return nil
+}
+
+// countPublished reports records of topic made visible to Config.Published.
+func (s *Sink) countPublished(topic string, records int) {
+	if s.cfg.Published != nil && records > 0 {
+		s.cfg.Published(topic, records)
+	}
 }
 
 // discard drops the open files of st without publishing them; its records
@@ -369,6 +379,8 @@ func (s *Sink) finishRenames(m *manifest) (int, error) {
 				return n, err
 			}
 			n++
+			// Visible from now on: the crashed process never counted it.
+			s.countPublished(m.Topic, e.Records)
 			if !slices.Contains(dirs, path.Dir(e.Final)) {
 				dirs = append(dirs, path.Dir(e.Final))
 			}

@@ -107,6 +107,12 @@ type Config struct {
 	Avro AvroDecoder
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// Published, if set, is called with the records of a topic that a
+	// checkpoint (or Open, finishing a crashed checkpoint's renames) made
+	// visible to readers, once per checkpoint of a Kafka partition, with
+	// the Sink's lock held: it must not call the Sink. For metrics
+	// (sink.Metrics.Published).
+	Published func(topic string, records int)
 	// Now is the clock for file age, idleness and closing hours; default
 	// time.Now.
 	Now func() time.Time

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -103,4 +104,39 @@ func (t *Topics) EnsureWith(ctx context.Context, d TopicDefaults, names ...strin
 			return err
 		}
 	}
+}
+
+// CheckCompacted reports an error unless topic's cleanup policy keeps
+// every key's latest record forever: "compact", or "compact,delete" with
+// retention.ms -1. why says what goes wrong otherwise ("records expire").
+// The compacted topics of the pipeline (the schema log, the IP-key store)
+// check themselves with it at start.
+func CheckCompacted(ctx context.Context, adm *kadm.Client, topic, why string) error {
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("describe configs of %s: %w", topic, err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return fmt.Errorf("describe configs of %s: %w", topic, err)
+	}
+	var policy, retention string
+	for _, c := range rc.Configs {
+		if c.Value == nil {
+			continue
+		}
+		switch c.Key {
+		case "cleanup.policy":
+			policy = *c.Value
+		case "retention.ms":
+			retention = *c.Value
+		}
+	}
+	if !strings.Contains(policy, "compact") || (strings.Contains(policy, "delete") && retention != "-1") {
+		return fmt.Errorf("topic %s has cleanup.policy=%q (retention.ms=%s): want \"compact\", or %s", topic, policy, retention, why)
+	}
+	return nil
 }

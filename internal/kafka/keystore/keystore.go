@@ -127,31 +127,8 @@ func (s *Store) checkTopic(ctx context.Context) error {
 	if n := len(td.Partitions); n != 1 {
 		s.log.Warn("ip key topic has more than one partition; only partition 0 is used", "partitions", n)
 	}
-	rcs, err := s.adm.DescribeTopicConfigs(ctx, s.topic)
-	if err != nil {
-		return fmt.Errorf("kafka: key store: describe configs of %s: %w", s.topic, err)
-	}
-	rc, err := rcs.On(s.topic, nil)
-	if err == nil {
-		err = rc.Err
-	}
-	if err != nil {
-		return fmt.Errorf("kafka: key store: describe configs of %s: %w", s.topic, err)
-	}
-	var policy, retention string
-	for _, c := range rc.Configs {
-		if c.Value == nil {
-			continue
-		}
-		switch c.Key {
-		case "cleanup.policy":
-			policy = *c.Value
-		case "retention.ms":
-			retention = *c.Value
-		}
-	}
-	if !strings.Contains(policy, "compact") || (strings.Contains(policy, "delete") && retention != "-1") {
-		return fmt.Errorf("kafka: key store: topic %s has cleanup.policy=%q (retention.ms=%s): want \"compact\", or keys expire and processors stop agreeing on them", s.topic, policy, retention)
+	if err := kafka.CheckCompacted(ctx, s.adm, s.topic, "keys expire and processors stop agreeing on them"); err != nil {
+		return fmt.Errorf("kafka: key store: %w", err)
 	}
 	return nil
 }

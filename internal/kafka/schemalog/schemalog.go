@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -785,31 +784,5 @@ func ensureCompactedTopic(ctx context.Context, cl *kgo.Client, topic string, rep
 	case len(td.Partitions) != 1:
 		log.Warn("topic has more than one partition; only partition 0 is used", "partitions", len(td.Partitions))
 	}
-	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
-	if err != nil {
-		return fmt.Errorf("describe configs of %s: %w", topic, err)
-	}
-	rc, err := rcs.On(topic, nil)
-	if err == nil {
-		err = rc.Err
-	}
-	if err != nil {
-		return fmt.Errorf("describe configs of %s: %w", topic, err)
-	}
-	var policy, retention string
-	for _, c := range rc.Configs {
-		if c.Value == nil {
-			continue
-		}
-		switch c.Key {
-		case "cleanup.policy":
-			policy = *c.Value
-		case "retention.ms":
-			retention = *c.Value
-		}
-	}
-	if !strings.Contains(policy, "compact") || (strings.Contains(policy, "delete") && retention != "-1") {
-		return fmt.Errorf("topic %s has cleanup.policy=%q (retention.ms=%s): want \"compact\", or records expire", topic, policy, retention)
-	}
-	return nil
+	return kafka.CheckCompacted(ctx, adm, topic, "records expire")
 }

@@ -138,8 +138,17 @@ type Sink struct {
 	// TablePerSchema: one table per schema (columns added by compatible
 	// revisions) instead of one per revision.
 	TablePerSchema bool `yaml:"table_per_schema"`
-	// Files is the root of the hour-partitioned files; empty: no file sink.
+	// Files is where the hour-partitioned files go; empty: no file sink.
+	// A local directory (a path or file:///path), or a distributed store:
+	// s3://BUCKET/PREFIX?endpoint=URL&region=R&use_path_style=true (any
+	// S3-compatible store; credentials from the AWS environment variables,
+	// shared config files or the instance role) or
+	// hdfs://NAMENODE:PORT/PATH[?user=NAME].
 	Files string `yaml:"files"`
+	// FilesStaging is the local directory where files for a distributed
+	// target are written before they are uploaded; default a directory
+	// named after the target in the system's temp directory.
+	FilesStaging string `yaml:"files_staging"`
 	// Format of the files: parquet or jsonl.gz.
 	Format string `yaml:"format"`
 	// Topics is a regular expression of the topics to store.
@@ -475,6 +484,9 @@ func (c *Config) Validate() error {
 	if err := c.validateAdmin(); err != nil {
 		return err
 	}
+	if err := validateFilesTarget(c.Sink.Files); err != nil {
+		return err
+	}
 	if len(c.Kafka.Brokers) == 0 {
 		return errors.New("config: kafka.brokers: at least one broker address is required")
 	}
@@ -796,7 +808,33 @@ func (c Config) Redacted() Config {
 	hide(&c.Dashboard.Token)
 	hide(&c.Dashboard.ReplayToken)
 	c.Sink.SQL = redactDSN(c.Sink.SQL)
+	if u, err := url.Parse(c.Sink.Files); err == nil && u.User != nil {
+		c.Sink.Files = u.Redacted()
+	}
 	return c
+}
+
+// validateFilesTarget checks the form of sink.files: a path, or a file://,
+// s3:// or hdfs:// URL without credentials (the connection is checked when
+// the sink opens it).
+func validateFilesTarget(target string) error {
+	scheme, _, ok := strings.Cut(target, "://")
+	if !ok {
+		return nil
+	}
+	switch strings.ToLower(scheme) {
+	case "file", "s3", "hdfs":
+	default:
+		return fmt.Errorf("config: sink.files: unknown scheme %q, want a local path, file:///PATH, s3://BUCKET/PREFIX or hdfs://NAMENODE:PORT/PATH", scheme)
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return fmt.Errorf("config: sink.files: %w", err)
+	}
+	if u.User != nil {
+		return errors.New("config: sink.files: credentials do not belong in the URL (S3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a shared config profile or the instance role)")
+	}
+	return nil
 }
 
 // applyEnv sets EVENTLOGGING_<SECTION>_<KEY> over the file's values, e.g.

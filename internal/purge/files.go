@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/objstore"
 	"github.com/eventlogging/eventlogging/internal/sink/filesink"
 )
 
@@ -64,7 +65,14 @@ func PurgeFiles(ctx context.Context, root string, p Policy) (Report, error) { //
 		return rep, err
 	}
 	fp := &filePurge{p: &p, rep: &rep, cutoff: p.cutoff(),
-		log: p.Logger.With("component", "purge", "root", root)}
+		log: p.Logger.With("component", "purge", "root", objstore.Redact(root))}
+	if objstore.IsRemote(root) {
+		return rep, purgeRemote(ctx, root, fp)
+	}
+	root, err = objstore.LocalPath(root)
+	if err != nil {
+		return rep, fmt.Errorf("purge: %w", err)
+	}
 	hours, removing, walkErrs := filesink.Hours(root)
 	var errs []error
 	for _, err := range walkErrs {

@@ -24,8 +24,11 @@ const (
 	inprogressDir = stateDir + "/inprogress" // <topic>/<partition>/<nonce>-<seq>.tmp
 	hoursDir      = stateDir + "/hours"      // <topic>.json
 	lockFile      = stateDir + "/lock"
-	successFile   = "_SUCCESS"
+	successFile   = SuccessFile
 )
+
+// SuccessFile is the marker of a closed hour partition.
+const SuccessFile = "_SUCCESS"
 
 // manifest is the durable record of a Kafka partition's last checkpoint:
 // every record up to LastOffset is in exactly one published file, and Files
@@ -38,6 +41,9 @@ type manifest struct {
 	LastOffset int64           `json:"last_offset"`
 	Files      []manifestEntry `json:"files"`
 	Written    time.Time       `json:"written"`
+	// Pending is a checkpoint being uploaded to a distributed store (see
+	// remote.go); never set in a local root.
+	Pending *pendingCheckpoint `json:"pending,omitempty"`
 }
 
 // manifestEntry is one file of a checkpoint.
@@ -126,6 +132,9 @@ func (s *Sink) abs(rel string) string {
 // consumption resumes at last_offset+1. Either way every record ends up in
 // exactly one published file.
 func (s *Sink) checkpoint(st *partState) (err error) {
+	if s.store != nil {
+		return s.checkpointRemote(st)
+	}
 	if len(st.files) == 0 && st.last == st.published {
 		return nil
 	}
@@ -343,19 +352,11 @@ func readManifest(p string) (*manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	var m manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", p, err)
+	m, err := parseManifest(p, b)
+	if err == nil && m.Pending != nil {
+		err = fmt.Errorf("manifest %s: a pending upload in a local root", p)
 	}
-	if m.Version != 1 {
-		return nil, fmt.Errorf("manifest %s: unknown version %d", p, m.Version)
-	}
-	for _, e := range m.Files {
-		if !localPath(e.Tmp) || !localPath(e.Final) {
-			return nil, fmt.Errorf("manifest %s: path outside the root: %q -> %q", p, e.Tmp, e.Final)
-		}
-	}
-	return &m, nil
+	return m, err
 }
 
 // localPath reports whether a manifest path stays under the root.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/objstore"
 	"github.com/eventlogging/eventlogging/internal/schema"
 	"github.com/eventlogging/eventlogging/internal/sink"
 )
@@ -69,9 +70,20 @@ type AvroDecoder interface {
 
 // Config configures a Sink. Zero values take the documented defaults.
 type Config struct {
-	// Root is the directory the sink owns; required. Its layout is described
-	// in the package documentation.
+	// Root is where the sink publishes; required: a local directory (a
+	// path or file:///path) the sink owns, or a distributed store,
+	// s3://BUCKET/PREFIX?endpoint=…&region=…&use_path_style=true or
+	// hdfs://NAMENODE:PORT/PATH (see objstore.Open). The layout, described
+	// in the package documentation, is the same on all of them.
 	Root string
+	// Staging is the local directory where a distributed target's files
+	// are written before they are uploaded; default DefaultStaging(Root).
+	// One sink process per staging directory (it is locked). Unused for a
+	// local root.
+	Staging string
+	// Store, if set, is the distributed store to publish to (Root then
+	// only names it in messages); for tests with objstore.Dir.
+	Store objstore.Store
 	// Format of the data files; required.
 	Format Format
 	// MaxFileBytes rotates (publishes) a Kafka partition's files once one of
@@ -182,6 +194,10 @@ type Sink struct {
 	broken   error
 	closed   bool
 	lock     *os.File
+	// store is the distributed store the files are published to; nil for
+	// a local root. root is then the staging directory.
+	store     objstore.Store
+	ownsStore bool
 }
 
 // partState is the sink's state of one Kafka partition.
@@ -195,8 +211,11 @@ type partState struct {
 	due       bool      // a file reached MaxFileBytes
 	pending   []Poison  // poison reported but not yet acknowledged
 	failed    bool      // a file of the partition could not be written or published
-	watermark time.Time // greatest receive time seen
-	seenAt    time.Time // wall time of the last record or of the assignment
+	// publishing is a checkpoint still being uploaded to the store (a
+	// distributed target only).
+	publishing *remotePub
+	watermark  time.Time // greatest receive time seen
+	seenAt     time.Time // wall time of the last record or of the assignment
 }
 
 // fileKey identifies one open file of a partition.
@@ -247,7 +266,24 @@ func Open(cfg Config) (*Sink, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	root, err := filepath.Abs(cfg.Root)
+	var store objstore.Store
+	var local string
+	if cfg.Store != nil || objstore.IsRemote(cfg.Root) {
+		var err error
+		if store, err = openStore(&cfg); err != nil {
+			return nil, fmt.Errorf("filesink: %w", err)
+		}
+		local = cfg.Staging
+		if local == "" {
+			local = DefaultStaging(cfg.Root)
+		}
+	} else {
+		var err error
+		if local, err = objstore.LocalPath(cfg.Root); err != nil {
+			return nil, fmt.Errorf("filesink: %w", err)
+		}
+	}
+	root, err := filepath.Abs(local)
 	if err != nil {
 		return nil, fmt.Errorf("filesink: root: %w", err)
 	}
@@ -256,29 +292,45 @@ func Open(cfg Config) (*Sink, error) {
 		return nil, fmt.Errorf("filesink: nonce: %w", err)
 	}
 	s := &Sink{
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "filesink", "format", string(cfg.Format)),
-		root:     root,
-		nonce:    hex.EncodeToString(nonce[:]),
-		parts:    map[tp]*partState{},
-		hours:    map[string]*hourState{},
-		pq:       map[string]*pqSchema{},
-		badTopic: map[string]bool{},
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "filesink", "format", string(cfg.Format)),
+		root:      root,
+		nonce:     hex.EncodeToString(nonce[:]),
+		parts:     map[tp]*partState{},
+		hours:     map[string]*hourState{},
+		pq:        map[string]*pqSchema{},
+		badTopic:  map[string]bool{},
+		store:     store,
+		ownsStore: store != nil && cfg.Store == nil,
+	}
+	fail := func(err error) (*Sink, error) {
+		if s.ownsStore {
+			_ = s.store.Close()
+		}
+		return nil, fmt.Errorf("filesink: open: %w", err)
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("filesink: open: %w", err)
+		return fail(err)
 	}
 	for _, d := range []string{manifestDir, inprogressDir, hoursDir} {
 		if err := mkdirAllSync(root, d); err != nil {
-			return nil, fmt.Errorf("filesink: open: %w", err)
+			return fail(err)
 		}
 	}
 	s.lock, err = lockRoot(filepath.Join(root, lockFile))
 	if err != nil {
-		return nil, fmt.Errorf("filesink: open: %w", err)
+		return fail(err)
 	}
-	if err := s.recover(); err != nil {
+	if store != nil {
+		err = s.recoverRemote()
+	} else {
+		err = s.recover()
+	}
+	if err != nil {
 		s.lock.Close()
+		if s.ownsStore {
+			_ = s.store.Close()
+		}
 		return nil, fmt.Errorf("filesink: recover: %w", err)
 	}
 	return s, nil
@@ -295,7 +347,7 @@ func Open(cfg Config) (*Sink, error) {
 // published first. Call it only between batches (ConsumeBatches does: a
 // rebalance never happens while a batch is in hand), so every earlier Write
 // has been acknowledged.
-func (s *Sink) StartOffsets(_ context.Context, assigned map[string][]int32) (map[string]map[int32]int64, error) {
+func (s *Sink) StartOffsets(ctx context.Context, assigned map[string][]int32) (map[string]map[int32]int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
@@ -312,7 +364,9 @@ func (s *Sink) StartOffsets(_ context.Context, assigned map[string][]int32) (map
 		for _, p := range ps {
 			key := tp{topic, p}
 			st := s.part(key)
-			if err := s.checkpoint(st); err != nil {
+			// A store that fails is waited for: resuming elsewhere than
+			// after the last published record could leave a gap.
+			if err := retryStore(ctx, func() error { return s.checkpoint(st) }); err != nil {
 				return nil, s.fail(err)
 			}
 			st.seenAt = now
@@ -485,8 +539,11 @@ func (s *Sink) Close() error {
 	if s.lock != nil {
 		s.lock.Close()
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("filesink: close: %w", errors.Join(errs...))
+	if s.ownsStore {
+		errs = append(errs, s.store.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("filesink: close: %w", err)
 	}
 	return nil
 }
@@ -501,6 +558,11 @@ func (s *Sink) usable() error {
 
 // fail marks the sink broken by err and returns the error to report.
 func (s *Sink) fail(err error) error {
+	var se *storeError
+	if errors.As(err, &se) {
+		// The store failed, not the sink: the checkpoint is retried.
+		return err
+	}
 	if s.broken == nil {
 		s.broken = fmt.Errorf("%w: %w", ErrBroken, err)
 		s.log.Error("file sink broken; reopen it to recover", "err", err)

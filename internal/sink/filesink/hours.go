@@ -160,6 +160,9 @@ func (s *Sink) consumed(topic string) bool {
 // writeSuccess writes the _SUCCESS marker of one hour.
 func (s *Sink) writeSuccess(topic string, hour time.Time) error {
 	dir := hourDir(topic, hour.Unix())
+	if s.store != nil {
+		return s.putState(dir+"/"+successFile, nil)
+	}
 	if err := mkdirAllSync(s.root, dir); err != nil {
 		return err
 	}
@@ -222,7 +225,11 @@ func (s *Sink) saveHours(hs *hourState) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(s.abs(path.Join(hoursDir, hs.Topic+".json")), append(b, '\n'))
+	key := path.Join(hoursDir, hs.Topic+".json")
+	if s.store != nil {
+		return s.putState(key, append(b, '\n'))
+	}
+	return WriteFileAtomic(s.abs(key), append(b, '\n'))
 }
 
 // loadHours reads every topic's closing state.
@@ -246,14 +253,22 @@ func (s *Sink) loadHours() error {
 		if err != nil {
 			return err
 		}
-		var hs hourState
-		if err := json.Unmarshal(b, &hs); err != nil {
-			return fmt.Errorf("hours state %s: %w", name, err)
+		if err := s.addHours(name, b); err != nil {
+			return err
 		}
-		if hs.Topic+".json" != name || hs.NextHour.IsZero() {
-			return fmt.Errorf("hours state %s: bad content", name)
-		}
-		s.hours[hs.Topic] = &hs
 	}
+	return nil
+}
+
+// addHours loads one topic's closing state, read from the file name.
+func (s *Sink) addHours(name string, b []byte) error {
+	var hs hourState
+	if err := json.Unmarshal(b, &hs); err != nil {
+		return fmt.Errorf("hours state %s: %w", name, err)
+	}
+	if hs.Topic+".json" != name || hs.NextHour.IsZero() {
+		return fmt.Errorf("hours state %s: bad content", name)
+	}
+	s.hours[hs.Topic] = &hs
 	return nil
 }

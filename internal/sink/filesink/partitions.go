@@ -124,3 +124,32 @@ func RemoveHour(dir string) error {
 	}
 	return nil
 }
+
+// HourOfKey parses the hour partition of a key of a distributed target
+// (slash-separated, relative to the root), as the sink names its objects:
+// <topic>/year=YYYY/month=MM/day=DD/hour=HH/<name>. It returns the hour's
+// key prefix (without the name) and its start; ok is false for any other
+// key, such as the sink's state under _filesink/.
+func HourOfKey(key string) (dir string, start time.Time, ok bool) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 6 || parts[0] == "" || strings.HasPrefix(parts[0], "_") || strings.HasPrefix(parts[0], ".") || parts[5] == "" {
+		return "", time.Time{}, false
+	}
+	var vs [4]int
+	for i, lv := range hourLevels {
+		v, found := strings.CutPrefix(parts[i+1], lv.key+"=")
+		if !found {
+			return "", time.Time{}, false
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lv.min || n > lv.max {
+			return "", time.Time{}, false
+		}
+		vs[i] = n
+	}
+	start = time.Date(vs[0], time.Month(vs[1]), vs[2], vs[3], 0, 0, 0, time.UTC)
+	if start.Day() != vs[2] {
+		return "", time.Time{}, false
+	}
+	return strings.Join(parts[:5], "/"), start, true
+}

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests need
 # (kcat, curl, MariaDB, PostgreSQL, Prometheus' promtool, Chromium, PHP and
-# systemd-analyze from Debian, helm from its Go module, Apache Kafka from Maven
-# Central, Confluent's Python client from PyPI), starts a real Kafka broker and
-# real MariaDB and PostgreSQL servers, runs the linters and every Go test
-# against them, stops them.
+# systemd-analyze from Debian, helm and the Versity S3 Gateway from their Go
+# modules, Apache Kafka and Hadoop's HDFS minicluster from Maven Central,
+# Confluent's Python client from PyPI), starts a real Kafka broker, real
+# MariaDB and PostgreSQL servers, an S3-compatible store (scripts/s3.sh) and
+# HDFS (scripts/hdfs.sh), runs the linters and every Go test against them,
+# stops them.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh -run Foo   extra arguments go to `go test`
@@ -75,7 +77,7 @@ if ! cmp -s "$reqs" "$venv/requirements.txt" 2>/dev/null; then
 fi
 export EVENTLOGGING_PYTHON="$venv/bin/python"
 
-# 4. Real Kafka broker, MariaDB and PostgreSQL for the integration tests.
+# 4. Real Kafka broker, MariaDB, PostgreSQL, S3 store and HDFS for the integration tests.
 # Their fixed ports (and the fault tests' brokers, 39000-39999) lie inside
 # Linux's ephemeral range (32768-60999): a client connection could be given
 # one as its local port just before a server binds it, which then dies with
@@ -84,13 +86,19 @@ export EVENTLOGGING_PYTHON="$venv/bin/python"
 reserved=/proc/sys/net/ipv4/ip_local_reserved_ports
 if [ -w "$reserved" ]; then
 	cur=$(cat "$reserved")
-	printf '%s\n' "${cur:+$cur,}33306,35432,39000-39999" >"$reserved" ||
+	printf '%s\n' "${cur:+$cur,}33306,35432,${EVENTLOGGING_HDFS_PORT:-38020},${EVENTLOGGING_HDFS_HTTP_PORT:-38070},${EVENTLOGGING_S3_PORT:-38333},39000-39999" >"$reserved" ||
 		log "could not reserve the servers' ports in $reserved"
 fi
 scripts/kafka.sh fetch
+hdfs_env=$(mktemp) hdfs_pid=
 # The fault tests start and stop brokers of their own (a 3-node cluster,
-# a broker on 39592); they stop them when they end, and so does this trap.
-trap 'scripts/db.sh stop || true; KAFKA_SCRAM=1 KAFKA_PORT=39692 scripts/kafka.sh stop || true; scripts/kafka-cluster.sh stop || true; KAFKA_PORT=39592 scripts/kafka.sh stop || true; scripts/kafka.sh stop || true' EXIT
+# a broker on 39592); they stop them when they end, and so does this trap
+# (after HDFS's start, should it still run, has ended).
+trap '{ [ -z "$hdfs_pid" ] || wait "$hdfs_pid" || true; } 2>/dev/null; rm -f "$hdfs_env"; scripts/hdfs.sh stop || true; scripts/s3.sh stop || true; scripts/db.sh stop || true; KAFKA_SCRAM=1 KAFKA_PORT=39692 scripts/kafka.sh stop || true; scripts/kafka-cluster.sh stop || true; KAFKA_PORT=39592 scripts/kafka.sh stop || true; scripts/kafka.sh stop || true' EXIT
+# HDFS (a JVM, several seconds) starts while Kafka and the databases do; its
+# installation (Hadoop's jars with Maven, pinned in scripts/hdfs/pom.xml) too.
+scripts/hdfs.sh start --fresh >"$hdfs_env" &
+hdfs_pid=$!
 EVENTLOGGING_KAFKA_BROKERS=$(scripts/kafka.sh start --fresh)
 export EVENTLOGGING_KAFKA_BROKERS
 log "Kafka at $EVENTLOGGING_KAFKA_BROKERS"
@@ -103,6 +111,30 @@ log "Kafka with SCRAM at $EVENTLOGGING_KAFKA_SCRAM_BROKERS"
 dsns=$(scripts/db.sh start) # not inside eval, so that a failure stops the run
 eval "$dsns"
 export EVENTLOGGING_MYSQL_DSN EVENTLOGGING_POSTGRES_DSN
+# The object stores of the file sink's targets (internal/testsupport S3, HDFS).
+# The S3 store's start installs it first (versitygw with go install, pinned in
+# scripts/s3.sh). A store that does not start fails the run under CI=true;
+# elsewhere its tests skip, saying so.
+if s3env=$(scripts/s3.sh start --fresh); then
+	eval "$s3env"
+	export EVENTLOGGING_S3_ENDPOINT EVENTLOGGING_S3_REGION EVENTLOGGING_S3_ACCESS_KEY EVENTLOGGING_S3_SECRET_KEY
+	log "S3 store at $EVENTLOGGING_S3_ENDPOINT"
+elif [ "${CI:-}" = true ]; then
+	log "the S3 store did not start"
+	exit 1
+else
+	log "the S3 store did not start: its tests will skip"
+fi
+if wait "$hdfs_pid"; then
+	eval "$(cat "$hdfs_env")"
+	export EVENTLOGGING_HDFS_NAMENODE
+	log "HDFS at $EVENTLOGGING_HDFS_NAMENODE"
+elif [ "${CI:-}" = true ]; then
+	log "HDFS did not start"
+	exit 1
+else
+	log "HDFS did not start: its tests will skip"
+fi
 
 # 5. Build, lint, test. The last lines are go test's summary.
 go build ./...

@@ -168,7 +168,7 @@ func (h *hdfsStore) write(ctx context.Context, key string, r func() (io.ReadClos
 			_ = c.Remove(tmp)
 			return err
 		}
-		if err := w.Close(); err != nil {
+		if err := closeWriter(w); err != nil {
 			_ = c.Remove(tmp)
 			return err
 		}
@@ -331,5 +331,20 @@ func (h *hdfsStore) Check(ctx context.Context) error {
 		return fmt.Errorf("%s: permission denied for user %q (set ?user= or HADOOP_USER_NAME): %w", h.target, h.opts.User, err)
 	default:
 		return fmt.Errorf("%s: %w", h.target, err)
+	}
+}
+
+// closeWriter closes an HDFS file, calling Close again while the namenode
+// answers that the last block is still being replicated (the datanodes
+// acknowledged everything; the Java client retries the same way).
+func closeWriter(w *hdfs.FileWriter) error {
+	wait := 20 * time.Millisecond
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		err := w.Close()
+		if err == nil || !hdfs.IsErrReplicating(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
 	}
 }

@@ -9,46 +9,24 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
-
 	"github.com/eventlogging/eventlogging/internal/avrowire"
 	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // editFunnelAvro is the Avro schema of analytics/edit_funnel 1.0.0 (every
 // property; _schema carries $schema).
-const editFunnelAvro = `{"type":"record","name":"EditFunnel","namespace":"analytics","fields":[
- {"name":"_schema","type":"string"},
- {"name":"dt","type":["null","string"],"default":null},
- {"name":"meta","type":{"type":"record","name":"Meta","fields":[
-   {"name":"stream","type":"string"},{"name":"id","type":"string"},{"name":"dt","type":"string"},
-   {"name":"domain","type":["null","string"],"default":null}]}},
- {"name":"http","type":["null",{"type":"record","name":"Http","fields":[
-   {"name":"client_ip","type":["null","string"],"default":null},
-   {"name":"request_headers","type":{"type":"map","values":"string"},"default":{}}]}],"default":null},
- {"name":"action","type":"string"},
- {"name":"editor","type":"string"},
- {"name":"session_token","type":"string"},
- {"name":"page_id","type":["null","long"],"default":null},
- {"name":"user_edit_count_bucket","type":["null","string"],"default":null}]}`
+const editFunnelAvro = testsupport.EditFunnelAvro
 
 // newAvroCodec registers schema under subject in an in-process registry
 // and returns a codec on it.
 func newAvroCodec(t *testing.T, subjects map[string]string) *avrowire.Codec {
 	t.Helper()
-	reg := srfake.New()
-	t.Cleanup(reg.Close)
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, cl := testsupport.FakeRegistry(t)
 	for subject, schema := range subjects {
-		if _, err := cl.CreateSchema(t.Context(), subject, sr.Schema{Schema: schema, Type: sr.TypeAvro}); err != nil {
-			t.Fatal(err)
-		}
+		testsupport.RegisterAvro(t, cl, subject, schema)
 	}
-	c, err := avrowire.New(reg.URL(), 0)
+	c, err := avrowire.New(url, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

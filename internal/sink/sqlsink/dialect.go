@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -207,85 +206,6 @@ func (d *dialect) insert(table string, cols []column, rows int) string {
 		b.WriteString(" ON CONFLICT (" + uuid + ") DO NOTHING")
 	}
 	return b.String()
-}
-
-// insertArrays returns the PostgreSQL statement inserting the rows held in
-// one array parameter per column (see columnArrays), skipping rows whose
-// uuid is already present. Its text does not depend on the row count, so
-// one prepared statement serves every batch.
-func (d *dialect) insertArrays(table string, cols []column) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO ")
-	b.WriteString(d.quote(table))
-	b.WriteString(" (")
-	for i, c := range cols {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(d.quote(c.name))
-	}
-	b.WriteString(") SELECT * FROM unnest(")
-	for i, c := range cols {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("$" + strconv.Itoa(i+1) + "::")
-		switch c.typ {
-		case typeInt, typeCapsuleInt:
-			b.WriteString("bigint[]")
-		case typeNumber:
-			b.WriteString("float8[]")
-		case typeBool:
-			b.WriteString("boolean[]")
-		default:
-			b.WriteString("text[]")
-		}
-	}
-	b.WriteString(") ON CONFLICT (" + d.quote("uuid") + ") DO NOTHING")
-	return b.String()
-}
-
-// columnArrays turns rows of values (as layout.row makes them) into one
-// typed array per column, for insertArrays.
-func columnArrays(cols []column, rows []pendingRow) []any {
-	out := make([]any, len(cols))
-	for i, c := range cols {
-		switch c.typ {
-		case typeInt, typeCapsuleInt:
-			a := make([]pgtype.Int8, len(rows))
-			for j, r := range rows {
-				if v, ok := r.vals[i].(int64); ok {
-					a[j] = pgtype.Int8{Int64: v, Valid: true}
-				}
-			}
-			out[i] = a
-		case typeNumber:
-			a := make([]pgtype.Float8, len(rows))
-			for j, r := range rows {
-				if v, ok := r.vals[i].(float64); ok {
-					a[j] = pgtype.Float8{Float64: v, Valid: true}
-				}
-			}
-			out[i] = a
-		case typeBool:
-			a := make([]pgtype.Bool, len(rows))
-			for j, r := range rows {
-				if v, ok := r.vals[i].(bool); ok {
-					a[j] = pgtype.Bool{Bool: v, Valid: true}
-				}
-			}
-			out[i] = a
-		default:
-			a := make([]pgtype.Text, len(rows))
-			for j, r := range rows {
-				if v, ok := r.vals[i].(string); ok {
-					a[j] = pgtype.Text{String: v, Valid: true}
-				}
-			}
-			out[i] = a
-		}
-	}
-	return out
 }
 
 // execer is what DDL and inserts run on: a *sql.Tx or a *sql.Conn.

@@ -143,11 +143,14 @@
 //     skips exactly the rows whose uuid exists (unlike INSERT IGNORE, which
 //     would also turn bad values into warnings), up to 1,000 rows or 65,535
 //     parameters;
-//   - PostgreSQL: INSERT … SELECT * FROM unnest($1::text[], …) ON CONFLICT
-//     (uuid) DO NOTHING, one array per column, 1,000 rows per statement.
+//   - PostgreSQL: COPY (binary) into a temporary staging table of the
+//     session (created once per session and layout, emptied at commit),
+//     then INSERT … SELECT … ON CONFLICT (uuid) DO NOTHING into the table.
 //
-// Statements also stay under about 4 MiB of values. Full-size statements
-// are prepared once per Writer. A row whose uuid is already stored, or
+// SQLite and MySQL statements also stay under about 4 MiB of values; the
+// rows left after the full-size statements go in statements of a power of
+// two rows, so a table's INSERTs have few sizes, each prepared once per
+// Writer and reused. A row whose uuid is already stored, or
 // appears earlier in the batch, is skipped and counted in
 // [Result].Duplicates: a duplicate never costs the rest of the batch (the
 // original dropped whole batches). Since the uuid is deterministic, replays

@@ -53,32 +53,35 @@ func capsuleID(c map[string]any) (schema.ID, error) {
 // reason: the record cannot be stored in this layout.
 func (l *layout) row(c map[string]any, d *dialect) ([]any, error) {
 	vals := make([]any, len(l.columns))
+	if err := l.rowInto(vals, c, d); err != nil {
+		return nil, err
+	}
+	return vals, nil
+}
+
+// rowInto is row, filling vals (len(l.columns) values, overwritten).
+func (l *layout) rowInto(vals []any, c map[string]any, d *dialect) error {
+	clear(vals)
 	if l.platform {
 		if err := l.platformCapsule(c, vals, d); err != nil {
-			return nil, err
+			return err
 		}
 		// The schema describes the whole record.
-		if err := l.walk(c, l.root, vals, d); err != nil {
-			return nil, err
-		}
-		return vals, nil
+		return l.walk(c, l.root, vals, d)
 	}
 	for i := range l.capsuleCols {
 		col := &l.columns[i]
 		v, err := d.capsuleValue(col, c[col.field])
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", col.pointer(l.eventPointer()), err)
+			return fmt.Errorf("%s: %w", col.pointer(l.eventPointer()), err)
 		}
 		vals[i] = v
 	}
 	ev, ok := c["event"].(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("/event: got %s, want object", kind(c["event"]))
+		return fmt.Errorf("/event: got %s, want object", kind(c["event"]))
 	}
-	if err := l.walk(ev, l.root, vals, d); err != nil {
-		return nil, err
-	}
-	return vals, nil
+	return l.walk(ev, l.root, vals, d)
 }
 
 // walk fills the columns of the event object obj described by n.
@@ -151,7 +154,9 @@ func (d *dialect) capsuleValue(col *column, v any) (any, error) {
 		if n := utf8.RuneCountInString(s); n > limit {
 			return nil, fmt.Errorf("%d characters, the column holds %d", n, limit)
 		}
-		return d.text(s)
+		// v, not s: the string is already boxed, and boxing it again
+		// would allocate.
+		return v, d.checkText(s)
 	case typeMWTime:
 		sec, err := intValue(v)
 		if err != nil {
@@ -169,7 +174,7 @@ func (d *dialect) capsuleValue(col *column, v any) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("got %s, want string", kind(v))
 		}
-		return d.text(s)
+		return v, d.checkText(s)
 	}
 }
 
@@ -196,27 +201,28 @@ func (d *dialect) eventValue(typ colType, v any) (any, error) {
 			}
 			return int64(0), nil
 		}
-		return b, nil
+		return v, nil
 	case typeString:
 		s, ok := v.(string)
 		if !ok {
 			return nil, fmt.Errorf("got %s, want string", kind(v))
 		}
-		return d.text(s)
+		return v, d.checkText(s)
 	default: // typeJSON
-		return d.text(string(capsule.AppendValue(nil, v)))
+		s := string(capsule.AppendValue(nil, v))
+		return s, d.checkText(s)
 	}
 }
 
-// text checks that the dialect's text column can hold s.
-func (d *dialect) text(s string) (any, error) {
+// checkText checks that the dialect's text column can hold s.
+func (d *dialect) checkText(s string) error {
 	if d.maxText > 0 && len(s) > d.maxText {
-		return nil, fmt.Errorf("%d bytes, the column holds %d", len(s), d.maxText)
+		return fmt.Errorf("%d bytes, the column holds %d", len(s), d.maxText)
 	}
 	if d.name == Postgres && strings.IndexByte(s, 0) >= 0 {
-		return nil, errors.New("PostgreSQL text cannot hold the NUL character U+0000")
+		return errors.New("PostgreSQL text cannot hold the NUL character U+0000")
 	}
-	return s, nil
+	return nil
 }
 
 // intValue converts a JSON integer exactly to int64.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -82,9 +83,13 @@ func (w *Writer) writeTable(ctx context.Context, table string, rows []pendingRow
 		return 0, 0, poison, nil
 	}
 	// A fixed lock order: concurrent writers with overlapping batches
-	// then queue on a uuid instead of deadlocking.
-	slices.SortStableFunc(rows, func(a, b pendingRow) int {
-		return strings.Compare(a.vals[0].(string), b.vals[0].(string))
+	// then queue on a uuid instead of deadlocking. Rows with the same
+	// uuid keep their batch order, so the first is the one stored.
+	slices.SortFunc(rows, func(a, b pendingRow) int {
+		if c := strings.Compare(a.vals[0].(string), b.vals[0].(string)); c != 0 {
+			return c
+		}
+		return a.index - b.index
 	})
 	for attempt := 1; ; attempt++ {
 		ins, err = w.insertAll(ctx, table, rows)
@@ -224,28 +229,21 @@ func (w *Writer) ensureLocked(ctx context.Context, ex execer, table string, todo
 	return "", nil
 }
 
-// insertAll inserts rows in one transaction of multi-row statements and
-// returns how many were new.
+// insertAll inserts rows in one transaction and returns how many were
+// new: multi-row statements on SQLite and MySQL, COPY on PostgreSQL
+// (copyAll).
 func (w *Writer) insertAll(ctx context.Context, table string, rows []pendingRow) (int, error) {
+	if w.d.name == Postgres {
+		return w.copyAll(ctx, table, rows)
+	}
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer func() { _ = tx.Rollback() }()
 	inserted := 0
-	// Rows of one layout share statements; layouts in order of first row.
-	for len(rows) > 0 {
-		l := rows[0].l
-		var same, rest []pendingRow
-		for _, r := range rows {
-			if r.l == l {
-				same = append(same, r)
-			} else {
-				rest = append(rest, r)
-			}
-		}
-		rows = rest
-		n, err := w.insertLayout(ctx, tx, table, l, same)
+	for _, same := range byLayout(rows) {
+		n, err := w.insertLayout(ctx, tx, table, same[0].l, same)
 		inserted += n
 		if err != nil {
 			return 0, err
@@ -257,85 +255,58 @@ func (w *Writer) insertAll(ctx context.Context, table string, rows []pendingRow)
 	return inserted, nil
 }
 
-// insertLayout inserts rows of layout l in multi-row statements of as many
-// rows as the limits allow (SQLite, MySQL), or in statements taking one
-// array per column (PostgreSQL). Statements of the full size are prepared
-// once per Writer and reused.
-func (w *Writer) insertLayout(ctx context.Context, tx *sql.Tx, table string, l *layout, rows []pendingRow) (int, error) {
-	if w.d.name == Postgres {
-		return w.insertArraysPG(ctx, tx, table, l, rows)
-	}
-	ncols := len(l.columns)
-	perStmt := min(w.maxRows, w.d.maxParams/ncols)
-	args := make([]any, 0, min(len(rows), perStmt)*ncols)
-	inserted := 0
-	flush := func(n int) error {
-		var (
-			res sql.Result
-			err error
-		)
-		if n == perStmt {
-			var stmt *sql.Stmt
-			if stmt, err = w.stmt(ctx, table, l, n); err != nil {
-				return err
-			}
-			res, err = tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
-		} else {
-			res, err = tx.ExecContext(ctx, w.d.insert(table, l.columns, n), args...)
-		}
-		if err != nil {
-			return err
-		}
-		affected, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		inserted += int(affected)
-		args = args[:0]
-		return nil
-	}
-	n, size := 0, 0
+// byLayout splits rows by layout, layouts in order of first row, each
+// keeping the rows' order.
+func byLayout(rows []pendingRow) [][]pendingRow {
+	l := rows[0].l
+	same := true
 	for _, r := range rows {
-		rs := rowSize(r.vals)
-		if n > 0 && (n == perStmt || size+rs > maxStmtBytes) {
-			if err := flush(n); err != nil {
-				return 0, err
+		if r.l != l {
+			same = false
+			break
+		}
+	}
+	if same {
+		return [][]pendingRow{rows}
+	}
+	var out [][]pendingRow
+	for len(rows) > 0 {
+		l := rows[0].l
+		var this, rest []pendingRow
+		for _, r := range rows {
+			if r.l == l {
+				this = append(this, r)
+			} else {
+				rest = append(rest, r)
 			}
-			n, size = 0, 0
 		}
-		args = append(args, r.vals...)
-		n++
-		size += rs
+		out = append(out, this)
+		rows = rest
 	}
-	if n > 0 {
-		if err := flush(n); err != nil {
-			return 0, err
-		}
-	}
-	return inserted, nil
+	return out
 }
 
-// insertArraysPG inserts rows of layout l on PostgreSQL: one statement per
-// chunk of maxRows rows (and about maxStmtBytes), each column's values in
-// one array parameter, so one prepared statement serves every chunk size.
-func (w *Writer) insertArraysPG(ctx context.Context, tx *sql.Tx, table string, l *layout, rows []pendingRow) (int, error) {
-	stmt, err := w.stmt(ctx, table, l, 0)
-	if err != nil {
-		return 0, err
-	}
-	txStmt := tx.StmtContext(ctx, stmt)
+// insertLayout inserts rows of layout l in multi-row statements (SQLite,
+// MySQL): as many rows as the limits allow (perStmt: maxRows and the
+// dialect's bind parameters; about maxStmtBytes of values), and the
+// rest in statements of a power of two rows, so that a table's INSERTs
+// have at most a dozen sizes, each prepared once per Writer and reused.
+func (w *Writer) insertLayout(ctx context.Context, tx *sql.Tx, table string, l *layout, rows []pendingRow) (int, error) {
+	ncols := len(l.columns)
+	perStmt := max(1, min(w.maxRows, w.d.maxParams/ncols))
+	args := make([]any, 0, min(len(rows), perStmt)*ncols)
 	inserted := 0
 	for len(rows) > 0 {
-		n, size := 0, 0
-		for n < len(rows) && n < w.maxRows {
-			rs := rowSize(rows[n].vals)
-			if n > 0 && size+rs > maxStmtBytes {
-				break
-			}
-			size += rs
-			n++
+		n := chunkRows(rows, perStmt)
+		args = args[:0]
+		for _, r := range rows[:n] {
+			args = append(args, r.vals...)
 		}
-		res, err := txStmt.ExecContext(ctx, columnArrays(l.columns, rows[:n])...)
+		stmt, err := w.stmt(ctx, table, l, n)
+		if err != nil {
+			return 0, err
+		}
+		res, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
 		if err != nil {
 			return 0, err
 		}
@@ -349,6 +320,25 @@ func (w *Writer) insertArraysPG(ctx context.Context, tx *sql.Tx, table string, l
 	return inserted, nil
 }
 
+// chunkRows returns how many of rows (at least one) the next INSERT
+// takes: perStmt when that many are left and hold at most maxStmtBytes,
+// else the largest power of two that is left and fits.
+func chunkRows(rows []pendingRow, perStmt int) int {
+	n := min(len(rows), perStmt)
+	size := 0
+	for i, r := range rows[:n] {
+		size += rowSize(r.vals)
+		if i > 0 && size > maxStmtBytes {
+			n = i
+			break
+		}
+	}
+	if n < perStmt {
+		n = 1 << (bits.Len(uint(n)) - 1)
+	}
+	return n
+}
+
 // stmtKey names a prepared multi-row INSERT.
 type stmtKey struct {
 	table string
@@ -356,8 +346,7 @@ type stmtKey struct {
 	rows  int
 }
 
-// stmt returns the prepared INSERT of rows rows of layout l into table;
-// rows 0 asks for PostgreSQL's array statement (insertArrays).
+// stmt returns the prepared INSERT of rows rows of layout l into table.
 func (w *Writer) stmt(ctx context.Context, table string, l *layout, rows int) (*sql.Stmt, error) {
 	key := stmtKey{table, l.id, rows}
 	w.stmtMu.Lock()
@@ -365,11 +354,7 @@ func (w *Writer) stmt(ctx context.Context, table string, l *layout, rows int) (*
 	if s, ok := w.stmts[key]; ok {
 		return s, nil
 	}
-	query := w.d.insert(table, l.columns, rows)
-	if rows == 0 {
-		query = w.d.insertArrays(table, l.columns)
-	}
-	s, err := w.db.PrepareContext(ctx, query)
+	s, err := w.db.PrepareContext(ctx, w.d.insert(table, l.columns, rows))
 	if err != nil {
 		return nil, err
 	}

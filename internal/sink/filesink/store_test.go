@@ -1,0 +1,398 @@
+package filesink
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/objstore"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
+)
+
+// s3Target returns the target URL of a fresh bucket of the test S3 store,
+// with the AWS credentials in the environment as a user would set them.
+func s3Target(t *testing.T) (target string, srv testsupport.S3Server, bucket string) {
+	t.Helper()
+	srv = testsupport.S3(t)
+	bucket = srv.Bucket(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	q := url.Values{"endpoint": {srv.Endpoint}, "region": {srv.Region}, "use_path_style": {"true"}}
+	return "s3://" + bucket + "/events?" + q.Encode(), srv, bucket
+}
+
+// hdfsTarget returns the target URL of a fresh directory of the test HDFS.
+func hdfsTarget(t *testing.T) (string, testsupport.HDFSServer, string) {
+	t.Helper()
+	srv := testsupport.HDFS(t)
+	dir := srv.Dir(t)
+	return "hdfs://" + srv.NameNode + dir + "?user=" + testsupport.HDFSUser, srv, dir
+}
+
+// download copies every published object of a target (not the sink's
+// state) into a local directory, to check it like a local root.
+func download(t *testing.T, target string) string {
+	t.Helper()
+	st, err := objstore.Open(t.Context(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	objs, err := st.List(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, o := range objs {
+		if strings.HasPrefix(o.Key, stateDir+"/") {
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(o.Key))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.GetFile(t.Context(), o.Key, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// childRemoteEnv passes the target and staging directory to
+// TestRemoteKill9Child.
+const childRemoteEnv = "FILESINK_REMOTE_KILL_CHILD"
+
+// The sink SIGKILLed five times while it uploads to a real S3 store and to
+// a real HDFS, then run to the end: every record is published exactly
+// once, in its hour, no unfinished upload is left behind, and (S3) pyarrow
+// reads every uuid once.
+func TestRemoteKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	t.Run("s3", func(t *testing.T) {
+		target, srv, bucket := s3Target(t)
+		remoteKill9(t, target)
+		out, err := srv.Client(t).ListMultipartUploads(t.Context(), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Uploads) > 0 {
+			t.Errorf("%d multipart uploads left behind", len(out.Uploads))
+		}
+		checkPyarrow(t, srv, bucket, killInput())
+	})
+	t.Run("hdfs", func(t *testing.T) {
+		target, srv, dir := hdfsTarget(t)
+		remoteKill9(t, target)
+		listing := srv.DFS(t, "-ls", "-R", dir)
+		if strings.Contains(listing, ".objstore-tmp") {
+			t.Errorf("hidden temp files left behind on HDFS:\n%s", listing)
+		}
+		// Hadoop's own shell sees the hour partitions the sink wrote.
+		if !strings.Contains(listing, dir+"/events/eventlogging_Test/year=") && !strings.Contains(listing, dir+"/eventlogging_Test/year=") {
+			t.Errorf("hdfs dfs -ls -R %s shows no hour partition:\n%.2000s", dir, listing)
+		}
+	})
+}
+
+func remoteKill9(t *testing.T, target string) {
+	staging := t.TempDir()
+	input := killInput()
+	st, err := objstore.Open(t.Context(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	manifests := func() map[string]string {
+		out := map[string]string{}
+		objs, err := st.List(t.Context(), manifestDir+"/")
+		if err != nil {
+			t.Logf("listing manifests: %v", err)
+			return out
+		}
+		for _, o := range objs {
+			if b, err := st.Get(t.Context(), o.Key); err == nil {
+				out[o.Key] = string(b)
+			}
+		}
+		return out
+	}
+	for round := range 5 {
+		prev := manifests()
+		progress := 0
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestRemoteKill9Child$", "-test.v")
+		cmd.Env = append(os.Environ(), childRemoteEnv+"="+target+"\n"+staging)
+		out := &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		want := 2 + rand.IntN(12)
+		for progress < want {
+			now := manifests()
+			progress += changed(prev, now)
+			prev = now
+			if time.Now().After(deadline) {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatalf("round %d: the child made no progress:\n%s", round, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := cmd.Process.Signal(os.Kill); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Success() {
+			t.Fatalf("round %d: the child finished before it was killed (%v):\n%s", round, err, out.String())
+		}
+		pending := 0
+		for _, m := range manifests() {
+			if strings.Contains(m, `"pending"`) {
+				pending++
+			}
+		}
+		t.Logf("round %d: killed after %d checkpoints, %d manifests pending", round, progress, pending)
+	}
+	s := openSink(t, Config{Root: target, Staging: staging, Format: Parquet, Schemas: testSchemas(t)})
+	if _, err := newFeeder(input, 500).run(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	local := download(t, target)
+	p := checkExactlyOnce(t, local, input)
+	checkNoTemps(t, staging)
+	t.Logf("%d records in %d objects, exactly once after 5 kills", len(p.byUUID), len(p.files))
+}
+
+// TestRemoteKill9Child is the child of TestRemoteKill9.
+func TestRemoteKill9Child(t *testing.T) {
+	env := os.Getenv(childRemoteEnv)
+	if env == "" {
+		t.Skip("child process of TestRemoteKill9")
+	}
+	target, staging, _ := strings.Cut(env, "\n")
+	s, err := Open(Config{Root: target, Staging: staging, Format: Parquet, Schemas: testSchemas(t), MaxFileBytes: 16 << 10, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newFeeder(killInput(), 500).run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+}
+
+// checkPyarrow reads the bucket with pyarrow (S3FileSystem, a reader
+// nobody here wrote): every input uuid once, rows per hour partition as
+// the input's.
+func checkPyarrow(t *testing.T, srv testsupport.S3Server, bucket string, input []kafka.Record) {
+	t.Helper()
+	py := pythonWithDuckDB(t)
+	cmd := exec.CommandContext(t.Context(), py, "testdata/pyarrow_s3_check.py", srv.Endpoint, srv.Region, bucket, "events")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pyarrow_s3_check.py: %v", err)
+	}
+	var got struct {
+		UUIDs map[string]int `json:"uuids"`
+		Hours map[string]int `json:"hours"`
+		Files int            `json:"files"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("pyarrow output %q: %v", out, err)
+	}
+	wantHours := map[string]int{}
+	for _, r := range input {
+		var m map[string]any
+		if err := json.Unmarshal(r.Value, &m); err != nil {
+			continue
+		}
+		dt, _ := time.Parse(time.RFC3339, m["dt"].(string))
+		wantHours[hourDir(r.Topic, dt.Truncate(time.Hour).Unix())]++
+		if n := got.UUIDs[testUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
+			t.Fatalf("pyarrow read uuid %s %d times", testUUID(r.Topic, r.Partition, r.Offset), n)
+		}
+	}
+	if len(got.UUIDs) != len(input) {
+		t.Errorf("pyarrow read %d distinct uuids, want %d", len(got.UUIDs), len(input))
+	}
+	if fmt.Sprint(got.Hours) != fmt.Sprint(wantHours) {
+		t.Errorf("rows per hour partition (pyarrow) %v, want %v", got.Hours, wantHours)
+	}
+	t.Logf("pyarrow read %d uuids from %d files in %d hour partitions", len(got.UUIDs), got.Files, len(got.Hours))
+}
+
+// privateS3 starts a versitygw of the test's own (scripts/s3.sh on another
+// port, data in a temp directory), so that stopping it disturbs no other
+// test; it returns the server and a function running s3.sh subcommands.
+func privateS3(t *testing.T) (testsupport.S3Server, func(cmd string)) {
+	t.Helper()
+	testsupport.S3(t) // skips or fails like every S3 test when there is none
+	script, err := filepath.Abs("../../../scripts/s3.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := t.TempDir()
+	env := append(os.Environ(), "EVENTLOGGING_S3_PORT=39333", "S3_RUN_DIR="+run)
+	s3sh := func(cmd string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, script, cmd)
+		c.Env = env
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("scripts/s3.sh %s: %v\n%s", cmd, err, out)
+		}
+	}
+	s3sh("start")
+	t.Cleanup(func() { s3sh("stop") })
+	srv := testsupport.S3Server{Endpoint: "http://127.0.0.1:39333", Region: "us-east-1",
+		AccessKey: os.Getenv(testsupport.EnvS3AccessKey), SecretKey: os.Getenv(testsupport.EnvS3SecretKey)}
+	return srv, s3sh
+}
+
+// The object store stopped for 60 s in the middle of a run, then started
+// again: the sink never breaks (each failed batch is retried, as sink.Run
+// does), consumes nothing it cannot hold, and once the store is back every
+// record is published exactly once.
+func TestRemoteStoreStopped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops a store for 60 s")
+	}
+	srv, s3sh := privateS3(t)
+	bucket := srv.Bucket(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	target := "s3://" + bucket + "/events?" + url.Values{"endpoint": {srv.Endpoint}, "region": {srv.Region}, "use_path_style": {"true"}}.Encode()
+	s := openSink(t, Config{Root: target, Staging: t.TempDir(), Format: Parquet, Schemas: testSchemas(t), MaxFileBytes: 32 << 10})
+	input := spread([]string{"eventlogging_Test"}, 3, 4000, 3)
+	f := newFeeder(input, 200)
+	offs, err := s.StartOffsets(t.Context(), f.assigned())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range offs["eventlogging_Test"] {
+		if p != 0 {
+			t.Fatalf("start offsets %v", offs)
+		}
+	}
+	var batches [][]kafka.Record
+	for i := 0; i < len(input); i += 200 {
+		batches = append(batches, input[i:min(i+200, len(input))])
+	}
+	stopped, restarted := false, time.Time{}
+	failures := 0
+	for i := 0; i < len(batches); {
+		if i == len(batches)/3 && !stopped {
+			s3sh("stop")
+			stopped = true
+			restarted = time.Now().Add(60 * time.Second)
+		}
+		if stopped && !restarted.IsZero() && time.Now().After(restarted) {
+			s3sh("start")
+			restarted = time.Time{}
+		}
+		_, err := s.Write(t.Context(), batches[i])
+		if err != nil {
+			if errors.Is(err, ErrBroken) {
+				t.Fatalf("the store's outage broke the sink: %v", err)
+			}
+			failures++
+			time.Sleep(time.Second) // the runner's backoff
+			continue
+		}
+		i++
+	}
+	if !restarted.IsZero() {
+		s3sh("start")
+	}
+	if failures == 0 {
+		t.Fatal("no write failed while the store was stopped: the test tests nothing")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := checkExactlyOnce(t, download(t, target), input)
+	out, err := srv.Client(t).ListMultipartUploads(t.Context(), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Uploads) > 0 {
+		t.Errorf("%d multipart uploads left behind", len(out.Uploads))
+	}
+	t.Logf("%d batches failed while the store was stopped for 60 s; %d records exactly once in %d objects", failures, len(p.byUUID), len(p.files))
+}
+
+// BenchmarkWriteTarget compares the same Parquet writes to a local root
+// and to the test S3 store on loopback (1,000-record batches of the
+// BenchmarkWrite capsules, 8 MiB files, so uploads happen all along, and
+// the final Close's upload included):
+//
+//	go test -run '^$' -bench BenchmarkWriteTarget -benchtime 100x ./internal/sink/filesink
+func BenchmarkWriteTarget(b *testing.B) {
+	run := func(b *testing.B, cfg Config) {
+		tmpl := spread([]string{"eventlogging_Test"}, 1, 1000, 1)
+		cfg.Format, cfg.Schemas, cfg.MaxFileBytes = Parquet, testSchemas(b), 8<<20
+		cfg.Logger = testLogger(b)
+		s, err := Open(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch := make([]kafka.Record, len(tmpl))
+		var bytes int64
+		for _, r := range tmpl {
+			bytes += int64(len(r.Value))
+		}
+		b.SetBytes(bytes)
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		for i := range b.N {
+			for j := range tmpl {
+				batch[j] = tmpl[j]
+				batch[j].Offset = int64(i*len(tmpl) + j)
+			}
+			if _, err := s.Write(b.Context(), batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(b.N*len(tmpl))/time.Since(start).Seconds(), "rows/s")
+	}
+	b.Run("local", func(b *testing.B) { run(b, Config{Root: b.TempDir()}) })
+	b.Run("s3", func(b *testing.B) {
+		srv := testsupport.S3(b)
+		bucket := srv.Bucket(b)
+		b.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+		b.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+		q := url.Values{"endpoint": {srv.Endpoint}, "region": {srv.Region}, "use_path_style": {"true"}}
+		run(b, Config{Root: "s3://" + bucket + "/events?" + q.Encode(), Staging: b.TempDir()})
+	})
+	b.Run("hdfs", func(b *testing.B) {
+		srv := testsupport.HDFS(b)
+		run(b, Config{Root: "hdfs://" + srv.NameNode + srv.Dir(b) + "?user=" + testsupport.HDFSUser, Staging: b.TempDir()})
+	})
+}

@@ -1,0 +1,296 @@
+package icebergsink
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/sink"
+)
+
+// base is the hour the tests' data starts in.
+var base = time.Date(2024, 1, 5, 7, 0, 0, 0, time.UTC)
+
+// testUUID is the deterministic uuid of a test record.
+func testUUID(topic string, partition int32, offset int64) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d/%d", topic, partition, offset))
+	return hex.EncodeToString(sum[:16])
+}
+
+// capsuleRecord builds an EventLogging capsule record of schema Test/1.
+func capsuleRecord(topic string, partition int32, offset int64, dt time.Time) kafka.Record {
+	v := fmt.Appendf(nil, `{"event":{"action":"click","count":%d,"ratio":%d.5,"ok":%t,"nested":{"label":"n%d","depth":{"level":%d}},"tags":["a","b"]},`+
+		`"schema":"Test","revision":1,"wiki":"enwiki","webHost":"en.wikipedia.org","recvFrom":"host%d","seqId":%d,"timestamp":%d,"dt":%q,"uuid":%q,"userAgent":"UA","topic":%q}`,
+		offset, offset, offset%2 == 0, offset, offset%7, partition, offset, dt.Unix(), dt.UTC().Format(time.RFC3339), testUUID(topic, partition, offset), topic)
+	return kafka.Record{Topic: topic, Partition: partition, Offset: offset, Value: v, Timestamp: dt.Add(time.Second)}
+}
+
+// capsule2Record builds a capsule of Test/2 (two added fields).
+func capsule2Record(topic string, partition int32, offset int64, dt time.Time) kafka.Record {
+	v := fmt.Appendf(nil, `{"event":{"action":"v2","count":%d,"added":"a%d","extra":{"n":%d}},"schema":"Test","revision":2,"dt":%q,"uuid":%q}`,
+		offset, offset, offset, dt.UTC().Format(time.RFC3339), testUUID(topic, partition, offset))
+	return kafka.Record{Topic: topic, Partition: partition, Offset: offset, Value: v, Timestamp: dt}
+}
+
+// platformRecord builds an Event Platform event of stream analytics.button-click.
+func platformRecord(topic string, partition int32, offset int64, dt time.Time) kafka.Record {
+	v := fmt.Appendf(nil, `{"$schema":"/analytics/button_click/1.0.0","dt":"2000-01-01T00:00:00Z","button":"b%d","clicks":%d,"meta":{"id":%q,"dt":%q,"stream":"analytics.button-click"}}`,
+		offset, offset, testUUID(topic, partition, offset), dt.UTC().Format(time.RFC3339Nano))
+	return kafka.Record{Topic: topic, Partition: partition, Offset: offset, Value: v, Timestamp: dt}
+}
+
+// testSchemaDoc is the draft-3 EventLogging schema Test/1.
+const testSchemaDoc = `{
+  "description": "test events",
+  "properties": {
+    "action": {"type": "string", "required": true},
+    "count": {"type": "integer"},
+    "ratio": {"type": "number"},
+    "ok": {"type": "boolean"},
+    "nested": {"type": "object", "properties": {
+      "label": {"type": "string"},
+      "depth": {"type": "object", "properties": {"level": {"type": "integer"}}}
+    }},
+    "tags": {"type": "array", "items": {"type": "string"}},
+    "free": {"type": "object"}
+  }
+}`
+
+// testSchema2Doc is Test/2: two new optional fields, one of them a struct.
+const testSchema2Doc = `{
+  "properties": {
+    "action": {"type": "string", "required": true},
+    "count": {"type": "integer"},
+    "added": {"type": "string"},
+    "extra": {"type": "object", "properties": {"n": {"type": "integer"}}}
+  }
+}`
+
+// testSchema3Doc is Test/3: count changes type (incompatible).
+const testSchema3Doc = `{
+  "properties": {
+    "action": {"type": "string", "required": true},
+    "count": {"type": "string"}
+  }
+}`
+
+// platformSchemaDoc is the Event Platform schema /analytics/button_click/1.0.0.
+const platformSchemaDoc = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "analytics/button_click",
+  "type": "object",
+  "properties": {
+    "$schema": {"type": "string"},
+    "dt": {"type": "string", "format": "date-time"},
+    "button": {"type": "string"},
+    "clicks": {"type": "integer"},
+    "meta": {"type": "object", "properties": {
+      "id": {"type": "string"}, "dt": {"type": "string"}, "stream": {"type": "string"}
+    }}
+  }
+}`
+
+// testSchemas writes a schema folder and returns a resolver over it.
+func testSchemas(t testing.TB) *schema.Resolver {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"Test/1.json": testSchemaDoc,
+		"Test/2.json": testSchema2Doc,
+		"Test/3.json": testSchema3Doc,
+		"jsonschema/analytics/button_click/1.0.0.json": platformSchemaDoc,
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return schema.NewResolver(schema.NewDirSource(dir), schema.ResolverConfig{})
+}
+
+// testLogger logs through t (warnings and up).
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// env is a catalog and warehouse for a test.
+type env struct {
+	catalog   string // URI
+	warehouse string
+	dbPath    string // SQLite file, "" for PostgreSQL
+	schemas   Schemas
+}
+
+// sqliteEnv is a SQLite catalog and a local warehouse in t.TempDir().
+func sqliteEnv(t testing.TB) env {
+	t.Helper()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "catalog.db")
+	return env{catalog: "sqlite:///" + db, warehouse: filepath.Join(dir, "warehouse"), dbPath: db, schemas: testSchemas(t)}
+}
+
+// config is a Config for e, with a long commit interval (tests Flush).
+func (e env) config(t testing.TB) Config {
+	return Config{Catalog: e.catalog, Warehouse: e.warehouse, Schemas: e.schemas, Logger: testLogger(t), CommitInterval: time.Hour}
+}
+
+// openSink opens a sink or fails the test.
+func openSink(t testing.TB, cfg Config) *Sink {
+	t.Helper()
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// crash abandons s as a killed process would: nothing buffered is
+// committed.
+func (s *Sink) crash() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	_ = s.closeCatalog()
+}
+
+// feed writes records in batches of n, acknowledging poison as sink.Run
+// does (by the next call), and returns the poison.
+func feed(t testing.TB, s *Sink, records []kafka.Record, n int) []sink.Poison {
+	t.Helper()
+	var poison []sink.Poison
+	for start := 0; start < len(records); start += n {
+		p, err := s.WriteRecords(t.Context(), records[start:min(start+n, len(records))])
+		if err != nil {
+			t.Fatal(err)
+		}
+		poison = append(poison, p...)
+	}
+	return poison
+}
+
+// spread builds n capsule records per partition of topic, over hours
+// hours from base, offsets from 0.
+func spread(topic string, partitions int32, n int, hours int) []kafka.Record {
+	var out []kafka.Record
+	for i := range n {
+		for p := range partitions {
+			dt := base.Add(time.Duration(i*hours) * time.Hour / time.Duration(n))
+			out = append(out, capsuleRecord(topic, p, int64(i), dt))
+		}
+	}
+	return out
+}
+
+// loadTable loads a table of the namespace through the sink's catalog.
+func loadTable(t testing.TB, s *Sink, name string) *table.Table {
+	t.Helper()
+	tbl, err := s.cat.LoadTable(t.Context(), append(slices.Clone(s.ns), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+// scanRows reads a table back with iceberg-go, as JSON objects.
+func scanRows(t testing.TB, tbl *table.Table, opts ...table.ScanOption) []map[string]any {
+	t.Helper()
+	_, itr, err := tbl.Scan(opts...).ToArrowRecords(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for rec, err := range itr {
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []map[string]any
+		if err := json.Unmarshal(b, &rows); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rows...)
+	}
+	return out
+}
+
+// countBy counts the rows by the string at a dotted path.
+func countBy(rows []map[string]any, path string) map[string]int {
+	out := map[string]int{}
+	for _, r := range rows {
+		var v any = r
+		for _, name := range strings.Split(path, ".") {
+			m, _ := v.(map[string]any)
+			v = m[name]
+		}
+		if s, ok := v.(string); ok {
+			out[s]++
+		}
+	}
+	return out
+}
+
+// python returns the interpreter with pyiceberg: $EVENTLOGGING_PYTHON, or
+// the project's virtualenv; it skips (locally) or fails (CI=true) when
+// there is none.
+func python(t testing.TB) string {
+	t.Helper()
+	py := os.Getenv("EVENTLOGGING_PYTHON")
+	if py == "" {
+		home, _ := os.UserHomeDir()
+		py = filepath.Join(home, ".cache", "eventlogging", "venv", "bin", "python")
+	}
+	if err := exec.CommandContext(t.Context(), py, "-c", "import pyiceberg, pyarrow").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s cannot import pyiceberg (%v): under CI=true the PyIceberg interop test must run (scripts/test.sh installs it)", py, err)
+		}
+		t.Skipf("%s cannot import pyiceberg (%v); skipping the PyIceberg interop test", py, err)
+	}
+	return py
+}

@@ -1,0 +1,364 @@
+package icebergsink
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/eventlogging/eventlogging/internal/avrowire"
+	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/schema"
+)
+
+// row is one buffered record, converted: values holds the columns its
+// schema version declares (string, int64, float64, bool, time.Time, or a
+// map for a struct); a missing or null value is absent.
+type row struct {
+	tp     tp
+	offset int64
+	topic  string
+	values map[string]any
+}
+
+// version is a schema version seen, and the table its events go to.
+type version struct {
+	key    string // "Name/revision", or the $schema path
+	table  string // the table name
+	source string // what the table holds: "schema:Name" or "stream:name"
+	root   *field
+}
+
+// decode reads a record value: a JSON object, or an event in the Avro wire
+// format decoded through Config.Avro. A reason makes the record poison; an
+// error is transient.
+func (s *Sink) decode(ctx context.Context, value []byte) (map[string]any, string, error) {
+	if len(value) > 0 && value[0] == avrowire.Magic {
+		if s.cfg.Avro == nil {
+			return nil, "Avro wire format (magic byte 0), but the Iceberg sink has no schema registry to decode it", nil
+		}
+		m, err := s.cfg.Avro.DecodeEvent(ctx, value)
+		switch {
+		case errors.Is(err, avrowire.ErrUndecodable):
+			return nil, "Avro wire format: " + err.Error(), nil
+		case err != nil:
+			return nil, "", fmt.Errorf("icebergsink: decode Avro record: %w", err)
+		}
+		return m, "", nil
+	}
+	v := bytes.TrimSpace(value)
+	if len(v) == 0 {
+		return nil, "empty record value", nil
+	}
+	doc, err := capsule.Decode(v)
+	if err != nil {
+		return nil, "not JSON: " + err.Error(), nil
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, "not a JSON object", nil
+	}
+	return m, "", nil
+}
+
+// place decodes and converts a record: its version (and so table) and row.
+// A non-empty reason means the record can never be stored; an error is
+// transient (schema lookup).
+func (s *Sink) place(ctx context.Context, r *kafka.Record) (*version, map[string]any, string, error) {
+	m, reason, err := s.decode(ctx, r.Value)
+	if err != nil || reason != "" {
+		return nil, nil, reason, err
+	}
+	uri, platform := m["$schema"].(string)
+	v, reason, err := s.version(ctx, m, platform, uri)
+	if err != nil || reason != "" {
+		return nil, nil, reason, err
+	}
+	dt, ok := receiveTime(m, platform)
+	if !ok {
+		dt = r.Timestamp.UTC()
+		if !saneTime(dt) {
+			return nil, nil, "no receive time: neither dt, meta.dt nor a Kafka timestamp", nil
+		}
+	}
+	if platform {
+		if own, ok := m["dt"]; ok {
+			m[clientDT] = own
+		} else {
+			delete(m, clientDT)
+		}
+	}
+	m["dt"] = dt
+	values, err := convertGroup(v.root, m)
+	if err != nil {
+		return nil, nil, err.Error(), nil
+	}
+	return v, values, "", nil
+}
+
+// version returns the schema version of a decoded event, resolving it and
+// building its columns on first use.
+func (s *Sink) version(ctx context.Context, m map[string]any, platform bool, uri string) (*version, string, error) {
+	var (
+		lookup string
+		id     schema.ID
+		stream string
+	)
+	if platform {
+		meta, _ := m["meta"].(map[string]any)
+		stream, _ = meta["stream"].(string)
+		if stream == "" {
+			return nil, "Event Platform event without meta.stream: no table to write it to", nil
+		}
+		lookup = "uri:" + uri + "\x00" + stream
+	} else {
+		var err error
+		id, err = schema.IDFromJSON(m["schema"], m["revision"])
+		if err != nil {
+			return nil, "no schema: " + err.Error(), nil
+		}
+		lookup = "id:" + id.String()
+	}
+	if v, ok := s.versions[lookup]; ok {
+		return v, "", nil
+	}
+	var (
+		sch *schema.Schema
+		err error
+	)
+	if s.cfg.Schemas == nil {
+		return nil, "no schema registry configured (Config.Schemas)", nil
+	}
+	if platform {
+		sch, err = s.cfg.Schemas.ResolveURI(ctx, uri)
+	} else {
+		sch, err = s.cfg.Schemas.Resolve(ctx, id)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, schema.ErrNotFound), errors.Is(err, schema.ErrInvalidSchema), errors.Is(err, schema.ErrInvalidID):
+		return nil, "schema: " + err.Error(), nil
+	default:
+		return nil, "", fmt.Errorf("icebergsink: resolve schema: %w", err)
+	}
+	root, err := buildFields(sch.Document(), platform)
+	if err != nil {
+		return nil, "schema " + sch.ID().String() + ": " + err.Error(), nil
+	}
+	v := &version{key: sch.ID().String(), root: root}
+	if platform {
+		v.key = sch.ID().Name
+		v.table, v.source = TableName(stream), "stream:"+stream
+	} else {
+		v.table, v.source = TableName(id.Name), "schema:"+id.Name
+	}
+	s.versions[lookup] = v
+	return v, "", nil
+}
+
+// maxTableName bounds a table name; longer names are cut and given a hash.
+const maxTableName = 128
+
+// TableName is the table a schema name (legacy EventLogging) or a stream
+// name (Event Platform) is written to: every character other than an ASCII
+// letter, digit or underscore becomes an underscore
+// ("mediawiki.page-create" → "mediawiki_page_create"), a leading digit gets
+// an underscore before it, and a name longer than 128 characters is cut
+// to 115 and ends with "_" and 12 hex digits of its SHA-256. Case is kept.
+// Two sources with one table name are told apart by the table property
+// eventlogging.source: the second one's records are poison.
+func TableName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_':
+		default:
+			b[i] = '_'
+		}
+	}
+	if len(b) > 0 && '0' <= b[0] && b[0] <= '9' {
+		b = append([]byte{'_'}, b...)
+	}
+	if len(b) > maxTableName {
+		sum := sha256.Sum256([]byte(name))
+		b = append(b[:maxTableName-13], "_"+hex.EncodeToString(sum[:6])...)
+	}
+	return string(b)
+}
+
+// receiveTime returns the receive time of an event: the capsule's "dt", or
+// "meta.dt" for an Event Platform event.
+func receiveTime(m map[string]any, platform bool) (time.Time, bool) {
+	var v any
+	if platform {
+		meta, _ := m["meta"].(map[string]any)
+		v = meta["dt"]
+	} else {
+		v = m["dt"]
+	}
+	str, ok := v.(string)
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, str)
+	if err != nil || !saneTime(t) {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
+// saneTime bounds receive times to years an hour partition can name.
+func saneTime(t time.Time) bool {
+	y := t.Year()
+	return y >= 1970 && y <= 9999
+}
+
+// convertGroup converts the members of an object a struct declares.
+// Members not declared are not stored; a value that does not fit its
+// column is an error.
+func convertGroup(g *field, m map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(g.fields))
+	for _, f := range g.fields {
+		v := m[f.name]
+		if v == nil {
+			continue
+		}
+		cv, err := convert(f, v)
+		if err != nil {
+			var fe *fitError
+			if errors.As(err, &fe) {
+				fe.path = append(fe.path, f.name)
+			}
+			return nil, err
+		}
+		out[f.name] = cv
+	}
+	return out, nil
+}
+
+// convert converts a present value to its column's Go value.
+func convert(f *field, v any) (any, error) {
+	switch f.kind {
+	case kindStruct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, misfit(f, v)
+		}
+		return convertGroup(f, m)
+	case kindString:
+		s, ok := v.(string)
+		if !ok {
+			return nil, misfit(f, v)
+		}
+		return s, nil
+	case kindLong:
+		n, ok := toInt(v)
+		if !ok {
+			return nil, misfit(f, v)
+		}
+		return n, nil
+	case kindDouble:
+		x, ok := toFloat(v)
+		if !ok {
+			return nil, misfit(f, v)
+		}
+		return x, nil
+	case kindBool:
+		b, ok := v.(bool)
+		if !ok {
+			return nil, misfit(f, v)
+		}
+		return b, nil
+	case kindTimestamp:
+		t, ok := v.(time.Time)
+		if !ok {
+			return nil, misfit(f, v)
+		}
+		return t, nil
+	default:
+		return string(capsule.AppendValue(nil, v)), nil
+	}
+}
+
+// toInt converts a JSON integer (json.Number "3", "3.0" or "3e2", or a Go
+// number) to int64.
+func toInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return n, true
+		}
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return 0, false
+		}
+		return floatToInt(f)
+	case float64:
+		return floatToInt(x)
+	case int64:
+		return x, true
+	case int:
+		return int64(x), true
+	}
+	return 0, false
+}
+
+func floatToInt(f float64) (int64, bool) {
+	if f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// toFloat converts a JSON number to float64.
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		return f, err == nil
+	case float64:
+		return x, true
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// fitError is a value that does not fit its column.
+type fitError struct {
+	path []string // innermost first
+	want kind
+	got  string
+}
+
+func (e *fitError) Error() string {
+	p := slices.Clone(e.path)
+	slices.Reverse(p)
+	return fmt.Sprintf("value at /%s does not fit its column: got %s, want %s", strings.Join(p, "/"), e.got, kindNames[e.want])
+}
+
+func misfit(f *field, v any) error {
+	got := "number"
+	switch v.(type) {
+	case string:
+		got = "string"
+	case bool:
+		got = "boolean"
+	case map[string]any:
+		got = "object"
+	case []any:
+		got = "array"
+	}
+	return &fitError{want: f.kind, got: got}
+}

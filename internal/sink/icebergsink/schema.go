@@ -1,0 +1,303 @@
+package icebergsink
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+)
+
+// kind is the Iceberg shape of a JSON Schema node. The rules are the file
+// sink's Parquet rules (internal/sink/filesink/parquet.go), so a schema
+// gives the same columns in both.
+type kind uint8
+
+const (
+	kindStruct    kind = iota // object with properties: a struct
+	kindString                // string
+	kindLong                  // integer → long
+	kindDouble                // number → double
+	kindBool                  // boolean
+	kindJSON                  // anything else: its JSON text in a string column
+	kindTimestamp             // the receive time column dt: timestamptz
+)
+
+var kindNames = [...]string{"object", "string", "integer", "number", "boolean", "JSON", "timestamp"}
+
+// maxDepth bounds nesting; deeper objects are stored as JSON text.
+const maxDepth = 32
+
+// maxRefHops bounds the chain of local $refs followed for one node.
+const maxRefHops = 16
+
+// field is a column of a schema version: a JSON Schema node mapped to an
+// Iceberg type. Struct members are sorted by name.
+type field struct {
+	name   string
+	kind   kind
+	fields []*field
+}
+
+// icebergType returns the Iceberg type of a field (for a new column).
+// Struct members get ids from next; the caller's schema reassigns them.
+func (f *field) icebergType(next *int) iceberg.Type {
+	switch f.kind {
+	case kindStruct:
+		st := &iceberg.StructType{}
+		for _, c := range f.fields {
+			*next++
+			id := *next
+			st.FieldList = append(st.FieldList, iceberg.NestedField{ID: id, Name: c.name, Type: c.icebergType(next)})
+		}
+		return st
+	case kindLong:
+		return iceberg.PrimitiveTypes.Int64
+	case kindDouble:
+		return iceberg.PrimitiveTypes.Float64
+	case kindBool:
+		return iceberg.PrimitiveTypes.Bool
+	case kindTimestamp:
+		return iceberg.PrimitiveTypes.TimestampTz
+	default:
+		return iceberg.PrimitiveTypes.String
+	}
+}
+
+// icebergSchema returns the initial Iceberg schema of a table whose first
+// version is root: every column optional.
+func (f *field) icebergSchema() *iceberg.Schema {
+	next := 0
+	var fields []iceberg.NestedField
+	for _, c := range f.fields {
+		next++
+		id := next
+		fields = append(fields, iceberg.NestedField{ID: id, Name: c.name, Type: c.icebergType(&next)})
+	}
+	return iceberg.NewSchema(0, fields...)
+}
+
+// capsuleFields are the EventLogging capsule's own fields (besides
+// "event"), as in the file sink's Parquet files, except that dt is a
+// timestamp (the partition source).
+var capsuleFields = []struct {
+	name string
+	kind kind
+}{
+	{"schema", kindString}, {"revision", kindLong}, {"wiki", kindString},
+	{"webHost", kindString}, {"recvFrom", kindString}, {"seqId", kindLong},
+	{"timestamp", kindLong}, {"dt", kindTimestamp}, {"uuid", kindString},
+	{"userAgent", kindString}, {"clientIp", kindString}, {"topic", kindString},
+}
+
+// clientDT is the column an Event Platform event's own "dt" (the client's
+// event time) is stored in: "dt" is the receive time (meta.dt).
+const clientDT = "client_dt"
+
+// buildFields builds the columns of a schema version from the registry's
+// normalised JSON Schema. A legacy EventLogging schema describes the
+// capsule's "event"; the capsule's own fields are added. An Event Platform
+// schema describes the whole record; its "dt" becomes client_dt and dt is
+// the receive time.
+func buildFields(doc map[string]any, platform bool) (*field, error) {
+	b := builder{doc: doc}
+	root := &field{kind: kindStruct}
+	if platform {
+		top := b.field("", doc, 0)
+		if top.kind != kindStruct {
+			return nil, errors.New("an Event Platform schema must describe an object with properties")
+		}
+		for _, c := range top.fields {
+			switch c.name {
+			case "dt":
+				c.name = clientDT
+			case clientDT:
+				continue // the event's own dt takes the name
+			}
+			root.fields = append(root.fields, c)
+		}
+		root.fields = append(root.fields, &field{name: "dt", kind: kindTimestamp})
+	} else {
+		root.fields = append(root.fields, b.field("event", doc, 1))
+		for _, cf := range capsuleFields {
+			root.fields = append(root.fields, &field{name: cf.name, kind: cf.kind})
+		}
+	}
+	slices.SortFunc(root.fields, func(a, b *field) int { return strings.Compare(a.name, b.name) })
+	return root, nil
+}
+
+// builder turns JSON Schema nodes into fields.
+type builder struct {
+	doc map[string]any // the whole document, for local $refs
+}
+
+func (b *builder) field(name string, node any, depth int) *field {
+	js := b.deref(node)
+	f := &field{name: name, kind: kindOf(js)}
+	if f.kind != kindStruct {
+		return f
+	}
+	if depth >= maxDepth {
+		f.kind = kindJSON
+		return f
+	}
+	props, _ := js["properties"].(map[string]any)
+	names := make([]string, 0, len(props))
+	for n := range props {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		f.fields = append(f.fields, b.field(n, props[n], depth+1))
+	}
+	if len(f.fields) == 0 {
+		f.kind = kindJSON
+	}
+	return f
+}
+
+// deref follows local $refs ("#/$defs/x").
+func (b *builder) deref(node any) map[string]any {
+	js, _ := node.(map[string]any)
+	for range maxRefHops {
+		ref, ok := js["$ref"].(string)
+		if !ok || !strings.HasPrefix(ref, "#") {
+			return js
+		}
+		target, ok := pointer(b.doc, ref[1:])
+		if !ok {
+			return nil
+		}
+		js = target
+	}
+	return nil
+}
+
+// pointer resolves a JSON pointer ("/a/b") in doc to an object.
+func pointer(doc map[string]any, ptr string) (map[string]any, bool) {
+	if ptr == "" {
+		return doc, true
+	}
+	if !strings.HasPrefix(ptr, "/") {
+		return nil, false
+	}
+	var cur any = doc
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		cur = m[tok]
+	}
+	m, ok := cur.(map[string]any)
+	return m, ok
+}
+
+// kindOf maps a JSON Schema node to its kind: the node's single type
+// ("null" aside), an object with properties as a struct, and for nodes
+// without a type, properties or an all-string enum.
+func kindOf(js map[string]any) kind {
+	switch t := js["type"].(type) {
+	case string:
+		return kindOfType(t, js)
+	case []any:
+		var types []string
+		for _, e := range t {
+			if s, ok := e.(string); ok && s != "null" {
+				types = append(types, s)
+			}
+		}
+		slices.Sort(types)
+		switch {
+		case len(types) == 1:
+			return kindOfType(types[0], js)
+		case slices.Equal(types, []string{"integer", "number"}):
+			return kindDouble
+		}
+		return kindJSON
+	case nil:
+		if props, ok := js["properties"].(map[string]any); ok && len(props) > 0 {
+			return kindStruct
+		}
+		if enum, ok := js["enum"].([]any); ok && len(enum) > 0 {
+			for _, e := range enum {
+				if _, ok := e.(string); !ok {
+					return kindJSON
+				}
+			}
+			return kindString
+		}
+		if _, ok := js["const"].(string); ok {
+			return kindString
+		}
+	}
+	return kindJSON
+}
+
+func kindOfType(t string, js map[string]any) kind {
+	switch t {
+	case "string":
+		return kindString
+	case "integer":
+		return kindLong
+	case "number":
+		return kindDouble
+	case "boolean":
+		return kindBool
+	case "object":
+		if props, ok := js["properties"].(map[string]any); ok && len(props) > 0 {
+			return kindStruct
+		}
+	}
+	return kindJSON
+}
+
+// addition is a column a schema version adds to a table.
+type addition struct {
+	path []string
+	f    *field
+}
+
+// compare checks a schema version's columns against a table's schema. It
+// returns the columns to add (optional, by an Iceberg schema update), or a
+// reason when a column exists with another type ("incompatible with table
+// column event.x: long vs string", the table's type first).
+func compare(sc *iceberg.Schema, root *field) (adds []addition, reason string) {
+	var walk func(path []string, have []iceberg.NestedField, want []*field) string
+	walk = func(path []string, have []iceberg.NestedField, want []*field) string {
+		for _, w := range want {
+			p := append(slices.Clip(path), w.name)
+			i := slices.IndexFunc(have, func(f iceberg.NestedField) bool { return f.Name == w.name })
+			if i < 0 {
+				adds = append(adds, addition{path: p, f: w})
+				continue
+			}
+			h := have[i]
+			if w.kind == kindStruct {
+				st, ok := h.Type.(*iceberg.StructType)
+				if !ok {
+					return fmt.Sprintf("incompatible with table column %s: %s vs struct", strings.Join(p, "."), h.Type)
+				}
+				if r := walk(p, st.FieldList, w.fields); r != "" {
+					return r
+				}
+				continue
+			}
+			next := 0
+			wt := w.icebergType(&next)
+			if !h.Type.Equals(wt) {
+				return fmt.Sprintf("incompatible with table column %s: %s vs %s", strings.Join(p, "."), h.Type, wt)
+			}
+		}
+		return ""
+	}
+	if r := walk(nil, sc.Fields(), root.fields); r != "" {
+		return nil, r
+	}
+	return adds, ""
+}

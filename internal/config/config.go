@@ -164,6 +164,16 @@ type Sink struct {
 	// hours (writes _SUCCESS) this long after they end.
 	FileMaxAge time.Duration `yaml:"file_max_age"`
 	Lateness   time.Duration `yaml:"lateness"`
+	// IcebergCatalog is the Iceberg SQL catalog of the Iceberg sink:
+	// sqlite:///PATH or postgresql://USER:PASS@HOST:PORT/DB; empty: no
+	// Iceberg sink. See docs/iceberg.md.
+	IcebergCatalog string `yaml:"iceberg_catalog"`
+	// IcebergWarehouse is where the tables' data and metadata files go: a
+	// local path or file:///PATH.
+	IcebergWarehouse string `yaml:"iceberg_warehouse"`
+	// IcebergCommitInterval: the Iceberg sink commits at most this often
+	// (each commit is a snapshot readers see).
+	IcebergCommitInterval time.Duration `yaml:"iceberg_commit_interval"`
 	// MetricsListen is the address of /metrics of `eventlogging sink`
 	// (--metrics-listen); empty: metrics.listen, else ":9102"; "off"
 	// disables it.
@@ -393,14 +403,15 @@ func Default() Config {
 			DefaultCompatibility: "BACKWARD",
 		},
 		Sink: Sink{
-			Format:     "parquet",
-			Topics:     "^eventlogging_.+",
-			Group:      "eventlogging-sink",
-			ErrorTopic: "eventlogging_SinkError",
-			BatchSize:  1000,
-			BatchTime:  5 * time.Second,
-			FileMaxAge: 10 * time.Minute,
-			Lateness:   time.Hour,
+			Format:                "parquet",
+			Topics:                "^eventlogging_.+",
+			Group:                 "eventlogging-sink",
+			ErrorTopic:            "eventlogging_SinkError",
+			BatchSize:             1000,
+			BatchTime:             5 * time.Second,
+			FileMaxAge:            10 * time.Minute,
+			IcebergCommitInterval: time.Minute,
+			Lateness:              time.Hour,
 		},
 		Metrics:   Metrics{LagInterval: 15 * time.Second},
 		Dashboard: Dashboard{Listen: ":8090"},
@@ -486,6 +497,12 @@ func (c *Config) Validate() error {
 	}
 	if err := validateFilesTarget(c.Sink.Files); err != nil {
 		return err
+	}
+	if (c.Sink.IcebergCatalog == "") != (c.Sink.IcebergWarehouse == "") {
+		return errors.New("config: sink.iceberg_catalog and sink.iceberg_warehouse go together: set both (or neither)")
+	}
+	if c.Sink.IcebergCatalog != "" && c.Sink.IcebergCommitInterval <= 0 {
+		return fmt.Errorf("config: sink.iceberg_commit_interval: %v, want a positive duration", c.Sink.IcebergCommitInterval)
 	}
 	if len(c.Kafka.Brokers) == 0 {
 		return errors.New("config: kafka.brokers: at least one broker address is required")
@@ -808,6 +825,7 @@ func (c Config) Redacted() Config {
 	hide(&c.Dashboard.Token)
 	hide(&c.Dashboard.ReplayToken)
 	c.Sink.SQL = redactDSN(c.Sink.SQL)
+	c.Sink.IcebergCatalog = redactDSN(c.Sink.IcebergCatalog)
 	if u, err := url.Parse(c.Sink.Files); err == nil && u.User != nil {
 		c.Sink.Files = u.Redacted()
 	}

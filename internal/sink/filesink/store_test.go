@@ -206,21 +206,7 @@ func TestRemoteKill9Child(t *testing.T) {
 // the input's.
 func checkPyarrow(t *testing.T, srv testsupport.S3Server, bucket string, input []kafka.Record) {
 	t.Helper()
-	py := pythonWithDuckDB(t)
-	cmd := exec.CommandContext(t.Context(), py, "testdata/pyarrow_s3_check.py", srv.Endpoint, srv.Region, bucket, "events")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pyarrow_s3_check.py: %v", err)
-	}
-	var got struct {
-		UUIDs map[string]int `json:"uuids"`
-		Hours map[string]int `json:"hours"`
-		Files int            `json:"files"`
-	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("pyarrow output %q: %v", out, err)
-	}
+	got := testsupport.PyarrowS3(t, srv, bucket, "events")
 	wantHours := map[string]int{}
 	for _, r := range input {
 		var m map[string]any

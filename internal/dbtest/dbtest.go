@@ -104,7 +104,17 @@ func Postgres(tb testing.TB) (db *sql.DB, dsn string) {
 		defer func() { _ = adminDB.Close() }()
 		ctx, cancel := context.WithTimeout(context.Background(), dropTimeout)
 		defer cancel()
-		if _, err := adminDB.ExecContext(ctx, "DROP DATABASE IF EXISTS "+quoted+" WITH (FORCE)"); err != nil {
+		// WITH (FORCE) cannot terminate an autovacuum worker, which a
+		// user without pg_signal_backend is refused (SQLSTATE 42501):
+		// the worker finishes in a moment, so try again.
+		var err error
+		for range 20 {
+			if _, err = adminDB.ExecContext(ctx, "DROP DATABASE IF EXISTS "+quoted+" WITH (FORCE)"); err == nil || !strings.Contains(err.Error(), "42501") {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		if err != nil {
 			tb.Errorf("dbtest: drop database %s: %v", name, err)
 		}
 	})

@@ -382,3 +382,39 @@ func BenchmarkWriteTarget(b *testing.B) {
 		run(b, Config{Root: "hdfs://" + srv.NameNode + srv.Dir(b) + "?user=" + testsupport.HDFSUser, Staging: b.TempDir()})
 	})
 }
+
+// A target that cannot work is refused at Open, quickly, with what to fix:
+// a missing bucket, wrong credentials, an endpoint or a namenode nobody
+// answers at.
+func TestRemoteBadStore(t *testing.T) {
+	srv := testsupport.S3(t)
+	bucket := srv.Bucket(t)
+	s3url := func(bucket, endpoint string) string {
+		return "s3://" + bucket + "/events?" + url.Values{"endpoint": {endpoint}, "region": {srv.Region}, "use_path_style": {"true"}}.Encode()
+	}
+	for _, tc := range []struct {
+		name, target, secret, want string
+	}{
+		{"missing bucket", s3url("no-such-bucket-here", srv.Endpoint), srv.SecretKey, `bucket "no-such-bucket-here" does not exist`},
+		{"wrong credentials", s3url(bucket, srv.Endpoint), "not-the-secret", "access denied: check the credentials"},
+		{"unreachable endpoint", s3url(bucket, "http://127.0.0.1:9"), srv.SecretKey, "cannot reach the store"},
+		{"unreachable namenode", "hdfs://127.0.0.1:9/events", "", "cannot reach the namenode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+			t.Setenv("AWS_SECRET_ACCESS_KEY", tc.secret)
+			start := time.Now()
+			_, err := Open(Config{Root: tc.target, Staging: t.TempDir(), Format: JSONLines})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open = %v, want an error with %q", err, tc.want)
+			}
+			if tc.secret != "" && strings.Contains(err.Error(), tc.secret) {
+				t.Errorf("the error shows the secret: %v", err)
+			}
+			if d := time.Since(start); d > 40*time.Second {
+				t.Errorf("Open took %v to fail", d)
+			}
+			t.Logf("%v (after %v)", err, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}

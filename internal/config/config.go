@@ -169,7 +169,8 @@ type Sink struct {
 	// Iceberg sink. See docs/iceberg.md.
 	IcebergCatalog string `yaml:"iceberg_catalog"`
 	// IcebergWarehouse is where the tables' data and metadata files go: a
-	// local path or file:///PATH.
+	// local path, file:///PATH, or s3://BUCKET/PREFIX?endpoint=…&region=…&use_path_style=true
+	// (credentials from the AWS environment, as for sink.files).
 	IcebergWarehouse string `yaml:"iceberg_warehouse"`
 	// IcebergCommitInterval: the Iceberg sink commits at most this often
 	// (each commit is a snapshot readers see).

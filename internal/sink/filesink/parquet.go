@@ -18,27 +18,28 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/sink/columns"
 )
 
-// kind is the Parquet shape of a JSON Schema node.
-type kind uint8
+// kind is the Parquet shape of a JSON Schema node, by the rules of
+// internal/sink/columns (shared with the Iceberg sink):
+//   - kindGroup: an object with properties, a group;
+//   - kindString: BYTE_ARRAY, String logical type;
+//   - kindInt: INT64; kindDouble: DOUBLE; kindBool: BOOLEAN;
+//   - kindJSON: anything else (arrays, free objects, unions), JSON text in
+//     a String column.
+type kind = columns.Kind
 
 const (
-	kindGroup  kind = iota // object with properties: a group
-	kindString             // BYTE_ARRAY, String logical type
-	kindInt                // INT64
-	kindDouble             // DOUBLE
-	kindBool               // BOOLEAN
-	kindJSON               // anything else (arrays, free objects, unions): JSON text in a String column
+	kindGroup  = columns.Object
+	kindString = columns.String
+	kindInt    = columns.Integer
+	kindDouble = columns.Number
+	kindBool   = columns.Boolean
+	kindJSON   = columns.JSON
 )
 
-var kindNames = [...]string{"object", "string", "integer", "number", "boolean", "JSON"}
-
-// maxGroupDepth bounds nesting; deeper objects are stored as JSON text.
-const maxGroupDepth = 32
-
-// maxRefHops bounds the chain of local $refs followed for one node.
-const maxRefHops = 16
+var kindNames = columns.KindNames
 
 // pqField is a field of a Parquet schema, with what it takes to build rows.
 type pqField struct {
@@ -158,16 +159,15 @@ func (s *Sink) parquetSchema(ctx context.Context, m map[string]any, platform boo
 // fields are added. An Event Platform schema describes the whole record.
 // Every field is optional.
 func buildSchema(key string, doc map[string]any, platform bool) (*pqSchema, error) {
-	b := builder{doc: doc}
 	root := &pqField{kind: kindGroup}
 	if platform {
-		top := b.field("", doc, 0)
+		top := fromColumns(columns.Build(doc, "", doc, 0))
 		if top.kind != kindGroup {
 			return nil, errors.New("an Event Platform schema must describe an object with properties")
 		}
 		root.fields = top.fields
 	} else {
-		root.fields = append(root.fields, b.field("event", doc, 1))
+		root.fields = append(root.fields, fromColumns(columns.Build(doc, "event", doc, 1)))
 		for _, cf := range capsuleFields {
 			root.fields = append(root.fields, &pqField{name: cf.name, kind: cf.kind})
 		}
@@ -187,136 +187,17 @@ func buildSchema(key string, doc map[string]any, platform bool) (*pqSchema, erro
 	return &pqSchema{key: key, schema: sch, root: root, columns: n}, nil
 }
 
-// builder turns JSON Schema nodes into fields.
-type builder struct {
-	doc map[string]any // the whole document, for local $refs
-}
-
-// field builds the field for a JSON Schema node.
-func (b *builder) field(name string, node any, depth int) *pqField {
-	js := b.deref(node)
-	f := &pqField{name: name, kind: kindOf(js)}
-	if f.kind != kindGroup {
-		return f
-	}
-	props, _ := js["properties"].(map[string]any)
-	if depth >= maxGroupDepth {
-		f.kind = kindJSON
-		return f
-	}
-	names := make([]string, 0, len(props))
-	for n := range props {
-		if n != "" {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		f.fields = append(f.fields, b.field(n, props[n], depth+1))
-	}
-	if len(f.fields) == 0 {
-		f.kind = kindJSON
+// fromColumns converts a classified JSON Schema node to a field.
+func fromColumns(c *columns.Field) *pqField {
+	f := &pqField{name: c.Name, kind: c.Kind}
+	for _, m := range c.Fields {
+		f.fields = append(f.fields, fromColumns(m))
 	}
 	return f
 }
 
-// deref follows local $refs ("#/$defs/x"); anything else is returned as is
-// (a node that only has a $ref it cannot follow becomes JSON text).
-func (b *builder) deref(node any) map[string]any {
-	js, _ := node.(map[string]any)
-	for range maxRefHops {
-		ref, ok := js["$ref"].(string)
-		if !ok || !strings.HasPrefix(ref, "#") {
-			return js
-		}
-		target, ok := pointer(b.doc, ref[1:])
-		if !ok {
-			return nil
-		}
-		js = target
-	}
-	return nil
-}
-
-// pointer resolves a JSON pointer ("/a/b") in doc to an object.
-func pointer(doc map[string]any, ptr string) (map[string]any, bool) {
-	if ptr == "" {
-		return doc, true
-	}
-	if !strings.HasPrefix(ptr, "/") {
-		return nil, false
-	}
-	var cur any = doc
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		cur = m[tok]
-	}
-	m, ok := cur.(map[string]any)
-	return m, ok
-}
-
-// kindOf maps a JSON Schema node to its Parquet kind: the node's single
-// type ("null" aside), an object with properties as a group, and for
-// nodes without a type, properties or an all-string enum.
-func kindOf(js map[string]any) kind {
-	switch t := js["type"].(type) {
-	case string:
-		return kindOfType(t, js)
-	case []any:
-		var types []string
-		for _, e := range t {
-			if s, ok := e.(string); ok && s != "null" {
-				types = append(types, s)
-			}
-		}
-		slices.Sort(types)
-		switch {
-		case len(types) == 1:
-			return kindOfType(types[0], js)
-		case slices.Equal(types, []string{"integer", "number"}):
-			return kindDouble
-		}
-		return kindJSON
-	case nil:
-		if props, ok := js["properties"].(map[string]any); ok && len(props) > 0 {
-			return kindGroup
-		}
-		if enum, ok := js["enum"].([]any); ok && len(enum) > 0 {
-			for _, e := range enum {
-				if _, ok := e.(string); !ok {
-					return kindJSON
-				}
-			}
-			return kindString
-		}
-		if _, ok := js["const"].(string); ok {
-			return kindString
-		}
-	}
-	return kindJSON
-}
-
-func kindOfType(t string, js map[string]any) kind {
-	switch t {
-	case "string":
-		return kindString
-	case "integer":
-		return kindInt
-	case "number":
-		return kindDouble
-	case "boolean":
-		return kindBool
-	case "object":
-		if props, ok := js["properties"].(map[string]any); ok && len(props) > 0 {
-			return kindGroup
-		}
-	}
-	return kindJSON
-}
+// kindOf maps a JSON Schema node to its Parquet kind (columns.KindOf).
+func kindOf(js map[string]any) kind { return columns.KindOf(js) }
 
 // number assigns leaf column indexes and definition levels below f (whose
 // own definition level is def), returning the next free column index.

@@ -76,6 +76,7 @@ func (s *Sink) commitRound(ctx context.Context) error {
 			s.complete = complete
 		}
 	}
+	s.rounds++
 	return nil
 }
 
@@ -93,6 +94,9 @@ func (s *Sink) commitTable(ctx context.Context, ts *tableState, processed, compl
 			return fmt.Errorf("icebergsink: table %s: load: %w", ts.name, err)
 		}
 		ts.setTable(tbl)
+		if err := checkNoReplay(tbl); err != nil {
+			return fmt.Errorf("icebergsink: table %s: %w", ts.name, err)
+		}
 		have, err := snapshotOffsets(tbl.Metadata())
 		if err != nil {
 			return fmt.Errorf("icebergsink: table %s: %w", ts.name, err)
@@ -149,6 +153,19 @@ func (s *Sink) commitTable(ctx context.Context, ts *tableState, processed, compl
 		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
 		}
 	}
+}
+
+// checkNoReplay refuses a table whose commit.retry.num-retries property
+// makes iceberg-go retry a conflicting commit by itself: it would replay
+// the snapshot, with summary properties computed against the older table,
+// on top of another writer's — offsets going backwards, and rows stored
+// twice after the next restart. The sink retries conflicts itself, on the
+// reloaded table (iceberg-go's default, 0 retries).
+func checkNoReplay(tbl *table.Table) error {
+	if v := tbl.Properties()[table.CommitNumRetriesKey]; v != "" && v != "0" {
+		return fmt.Errorf("table property %s=%s: iceberg-go would replay commits with stale offsets; remove it (the sink retries conflicts itself)", table.CommitNumRetriesKey, v)
+	}
+	return nil
 }
 
 // isConflict reports whether a commit failed because another writer

@@ -25,7 +25,7 @@
 // capsule's dt or the event's meta.dt, the Kafka timestamp when neither
 // parses — and is partitioned by hour(dt) (hidden partitioning: readers
 // filter on dt). Columns follow the registry's JSON Schema with the file
-// sink's Parquet rules: string → string, integer → long, number → double,
+// sink's Parquet rules (both classify nodes with internal/sink/columns): string → string, integer → long, number → double,
 // boolean → boolean, an object with properties → a struct, anything else
 // (arrays, free-form objects, type unions) → its JSON text in a string
 // column. Every column is optional; members a schema does not declare are
@@ -71,6 +71,18 @@
 // column, an incompatible revision) are returned by WriteRecords; no
 // snapshot claims them complete before the caller acknowledged them (by
 // calling again), so a crash re-delivers them rather than losing them.
+//
+// # Maintenance
+//
+// Compact (run by Maintain every Config.CompactEvery commit rounds)
+// rewrites an old hour's small files into one, in one replace snapshot per
+// table; PurgeOld deletes old hours of tables without a retention rule and
+// rewrites those of tables with one, keeping only the allowed fields, in
+// one overwrite snapshot per table (ColumnSanitised marks the rows, so a
+// rerun changes nothing); ExpireSnapshots drops old snapshots and the files
+// only they referenced. Each of these snapshots carries the offsets of the
+// one it follows. A table property commit.retry.num-retries is refused:
+// iceberg-go would replay the sink's commits with stale offsets.
 //
 // # Memory
 //

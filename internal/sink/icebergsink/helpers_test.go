@@ -88,6 +88,22 @@ const testSchema3Doc = `{
   }
 }`
 
+// otherSchemaDoc is Other/1, a second legacy schema (its own table).
+const otherSchemaDoc = `{
+  "properties": {
+    "action": {"type": "string"},
+    "count": {"type": "integer"},
+    "page": {"type": "object", "properties": {"title": {"type": "string"}, "ns": {"type": "integer"}}}
+  }
+}`
+
+// otherRecord builds a capsule of Other/1.
+func otherRecord(topic string, partition int32, offset int64, dt time.Time) kafka.Record {
+	v := fmt.Appendf(nil, `{"event":{"action":"view","count":%d,"page":{"title":"P%d","ns":%d}},"schema":"Other","revision":1,"wiki":"dewiki","dt":%q,"uuid":%q,"clientIp":"10.0.0.%d"}`,
+		offset, offset, offset%4, dt.UTC().Format(time.RFC3339), testUUID(topic, partition, offset), offset%250)
+	return kafka.Record{Topic: topic, Partition: partition, Offset: offset, Value: v, Timestamp: dt}
+}
+
 // platformSchemaDoc is the Event Platform schema /analytics/button_click/1.0.0.
 const platformSchemaDoc = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -109,9 +125,10 @@ func testSchemas(t testing.TB) *schema.Resolver {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
-		"Test/1.json": testSchemaDoc,
-		"Test/2.json": testSchema2Doc,
-		"Test/3.json": testSchema3Doc,
+		"Test/1.json":  testSchemaDoc,
+		"Test/2.json":  testSchema2Doc,
+		"Test/3.json":  testSchema3Doc,
+		"Other/1.json": otherSchemaDoc,
 		"jsonschema/analytics/button_click/1.0.0.json": platformSchemaDoc,
 	}
 	for name, body := range files {

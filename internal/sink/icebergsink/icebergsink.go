@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	icebergio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers the s3:// warehouse IO
 	"github.com/apache/iceberg-go/table"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
@@ -70,8 +73,12 @@ type Config struct {
 	// readers must use the same name (PyIceberg: SqlCatalog("eventlogging",
 	// …)). Default "eventlogging".
 	CatalogName string
-	// Warehouse is where new tables' data and metadata files go: a local
-	// directory path or a file:// URL; required. A table lives in
+	// Warehouse is where new tables' data and metadata files go; required:
+	// a local directory path or a file:// URL, or an S3 bucket,
+	// s3://BUCKET/PREFIX?endpoint=URL&region=R&use_path_style=true (the
+	// parameters optional, as for the file sink), with credentials from
+	// the AWS SDK's default chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+	// a profile or a role). A table lives in
 	// <warehouse>/<namespace>.db/<table>/{data,metadata}.
 	Warehouse string
 	// Namespace of the tables; default "eventlogging".
@@ -86,6 +93,14 @@ type Config struct {
 	// refuses new batches (returns an error) once twice as many are
 	// waiting.
 	MaxBufferedRows int
+	// CompactEvery: Maintain compacts the tables (Compact) after this many
+	// commit rounds; default 60 (hourly with the default CommitInterval);
+	// negative: never.
+	CompactEvery int
+	// CompactAfter is Compact's olderThan when Maintain calls it: hour
+	// partitions that ended longer ago than this are compacted; default
+	// 1 hour.
+	CompactAfter time.Duration
 	// Schemas resolves event schemas; required.
 	Schemas Schemas
 	// Avro decodes records in the Avro wire format; nil: such records are
@@ -172,6 +187,9 @@ type Sink struct {
 	buffered   int
 	lastCommit time.Time
 	closed     bool
+	// rounds counts the commit rounds that committed something;
+	// compactedAt is rounds when Maintain last compacted.
+	rounds, compactedAt int
 }
 
 var (
@@ -207,13 +225,19 @@ func Open(cfg Config) (*Sink, error) {
 	if cfg.MaxBufferedRows <= 0 {
 		cfg.MaxBufferedRows = DefaultMaxBufferedRows
 	}
+	if cfg.CompactEvery == 0 {
+		cfg.CompactEvery = DefaultCompactEvery
+	}
+	if cfg.CompactAfter <= 0 {
+		cfg.CompactAfter = DefaultCompactAfter
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	warehouse, err := warehouseURL(cfg.Warehouse)
+	props, err := warehouseProps(cfg.Warehouse)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +245,7 @@ func Open(cfg Config) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, err := sqlcat.NewCatalog(cfg.CatalogName, db, dialect, iceberg.Properties{"warehouse": warehouse})
+	cat, err := sqlcat.NewCatalog(cfg.CatalogName, db, dialect, props)
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("icebergsink: open catalog: %w", err)
@@ -275,19 +299,57 @@ func redact(uri string) string {
 	return u.Redacted()
 }
 
-// warehouseURL turns a warehouse path into a file:// URL.
-func warehouseURL(w string) (string, error) {
+// warehouseProps turns Config.Warehouse into the catalog's properties:
+// "warehouse", a file:// URL for a local path; for an
+// s3://BUCKET/PREFIX?endpoint=&region=&use_path_style= URL (the file
+// sink's spelling) the warehouse without the query, and iceberg-go's S3
+// IO properties s3.endpoint, s3.region and s3.force-virtual-addressing.
+// Credentials come from the AWS SDK's default chain (AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY, a profile, an instance role), never from the URL.
+func warehouseProps(w string) (iceberg.Properties, error) {
 	if strings.HasPrefix(w, "file://") {
-		return strings.TrimSuffix(w, "/"), nil
+		return iceberg.Properties{"warehouse": strings.TrimSuffix(w, "/")}, nil
+	}
+	if strings.HasPrefix(w, "s3://") {
+		u, err := url.Parse(w)
+		if err != nil || u.Host == "" || u.User != nil {
+			return nil, fmt.Errorf("icebergsink: warehouse %q: want s3://BUCKET/PREFIX", redact(w))
+		}
+		props := iceberg.Properties{}
+		q := u.Query()
+		for k, vs := range q {
+			v := vs[0]
+			switch k {
+			case "endpoint":
+				e, err := url.Parse(v)
+				if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
+					return nil, fmt.Errorf("icebergsink: warehouse %q: endpoint %q: want http(s)://HOST[:PORT]", redact(w), v)
+				}
+				props[icebergio.S3EndpointURL] = v
+			case "region":
+				props[icebergio.S3Region] = v
+			case "use_path_style":
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return nil, fmt.Errorf("icebergsink: warehouse %q: use_path_style=%q: want true or false", redact(w), v)
+				}
+				props[icebergio.S3ForceVirtualAddressing] = strconv.FormatBool(!b)
+			default:
+				return nil, fmt.Errorf("icebergsink: warehouse %q: unknown parameter %q (want endpoint, region, use_path_style)", redact(w), k)
+			}
+		}
+		u.RawQuery = ""
+		props["warehouse"] = strings.TrimSuffix(u.String(), "/")
+		return props, nil
 	}
 	if strings.Contains(w, "://") {
-		return "", fmt.Errorf("icebergsink: warehouse %q: only local paths and file:// URLs are supported", w)
+		return nil, fmt.Errorf("icebergsink: warehouse %q: want a local path, a file:// or an s3:// URL", redact(w))
 	}
 	abs, err := filepath.Abs(w)
 	if err != nil {
-		return "", fmt.Errorf("icebergsink: warehouse: %w", err)
+		return nil, fmt.Errorf("icebergsink: warehouse: %w", err)
 	}
-	return "file://" + filepath.ToSlash(abs), nil
+	return iceberg.Properties{"warehouse": "file://" + filepath.ToSlash(abs)}, nil
 }
 
 // WriteRecords buffers the batch's rows per table and commits the tables
@@ -376,15 +438,30 @@ func (s *Sink) due() bool {
 }
 
 // Maintain commits the buffered rows when CommitInterval elapsed, so a
-// quiet topic's rows become visible without waiting for the next batch.
-// sink.Run calls it on a timer.
+// quiet topic's rows become visible without waiting for the next batch,
+// and every Config.CompactEvery commit rounds compacts the tables' hours
+// that ended more than Config.CompactAfter ago (Compact), without holding
+// up WriteRecords meanwhile. sink.Run calls it on a timer.
 func (s *Sink) Maintain(ctx context.Context) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed || !s.due() {
+	if s.closed {
+		s.mu.Unlock()
 		return nil
 	}
-	return s.commitRound(ctx)
+	var err error
+	if s.due() {
+		err = s.commitRound(ctx)
+	}
+	compact := s.cfg.CompactEvery > 0 && s.rounds-s.compactedAt >= s.cfg.CompactEvery
+	if compact {
+		s.compactedAt = s.rounds
+	}
+	s.mu.Unlock()
+	if err != nil || !compact {
+		return err
+	}
+	_, err = s.Compact(ctx, s.cfg.CompactAfter)
+	return err
 }
 
 // Flush commits every buffered row now, whatever CommitInterval says.

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -52,56 +51,12 @@ func (s *Sink) ExpireSnapshots(ctx context.Context, keep int, olderThan time.Dur
 
 // Purge deletes, in every table of the namespace, the rows received before
 // before, truncated to the hour: whole hour partitions, so no data file is
-// rewritten. It is one Iceberg delete snapshot per table — readers see a
-// table before or after it, never half of it — that carries the offsets of
-// the snapshot it follows. The deleted files stay until their snapshots
-// expire (ExpireSnapshots). Sanitising (keeping an allow-list of fields,
-// hashing others) is not implemented. Safe to call concurrently with the
-// Sink's commits (conflicts are retried). It returns the tables it
-// changed.
+// rewritten. It is PurgeOld without rules: one Iceberg delete snapshot per
+// table, which keeps the offsets of the snapshot it follows. It returns
+// the tables it changed.
 func (s *Sink) Purge(ctx context.Context, before time.Time) ([]string, error) {
-	cut := before.UTC().Truncate(time.Hour)
-	filter := iceberg.LessThan(iceberg.Reference("dt"), iceberg.Timestamp(cut.UnixMicro()))
-	idents, err := s.tableIdents(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var (
-		changed []string
-		errs    []error
-	)
-	for _, ident := range idents {
-		name := strings.Join(ident, ".")
-		var did bool
-		err := s.retry(ctx, ident, func(tbl *table.Table) (*table.Transaction, error) {
-			before := tbl.CurrentSnapshot()
-			if before == nil {
-				return nil, nil
-			}
-			props := iceberg.Properties{}
-			offs, err := snapshotOffsets(tbl.Metadata())
-			if err != nil {
-				return nil, err
-			}
-			if len(offs.written) > 0 || len(offs.complete) > 0 {
-				props[PropOffsets], props[PropComplete] = encodeOffsets(offs.written), encodeOffsets(offs.complete)
-			}
-			txn := tbl.NewTransaction()
-			if err := txn.Delete(ctx, filter, props); err != nil {
-				return nil, err
-			}
-			did = true
-			return txn, nil
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("icebergsink: table %s: purge: %w", name, err))
-			continue
-		}
-		if did {
-			changed = append(changed, name)
-		}
-	}
-	return changed, errors.Join(errs...)
+	rep, err := s.PurgeOld(ctx, before, nil)
+	return rep.Deleted, err
 }
 
 // retry loads a table, builds a transaction with build (nil: nothing to
@@ -111,6 +66,9 @@ func (s *Sink) retry(ctx context.Context, ident table.Identifier, build func(*ta
 	for attempt := 1; ; attempt++ {
 		tbl, err := s.cat.LoadTable(ctx, ident)
 		if err != nil {
+			return err
+		}
+		if err := checkNoReplay(tbl); err != nil {
 			return err
 		}
 		txn, err := build(tbl)

@@ -7,11 +7,13 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/eventlogging/eventlogging/internal/sink/columns"
 )
 
-// kind is the Iceberg shape of a JSON Schema node. The rules are the file
-// sink's Parquet rules (internal/sink/filesink/parquet.go), so a schema
-// gives the same columns in both.
+// kind is the Iceberg shape of a JSON Schema node. The nodes are
+// classified by internal/sink/columns, as for the file sink's Parquet
+// files, so a schema gives the same columns in both.
 type kind uint8
 
 const (
@@ -25,12 +27,6 @@ const (
 )
 
 var kindNames = [...]string{"object", "string", "integer", "number", "boolean", "JSON", "timestamp"}
-
-// maxDepth bounds nesting; deeper objects are stored as JSON text.
-const maxDepth = 32
-
-// maxRefHops bounds the chain of local $refs followed for one node.
-const maxRefHops = 16
 
 // field is a column of a schema version: a JSON Schema node mapped to an
 // Iceberg type. Struct members are sorted by name.
@@ -101,10 +97,9 @@ const clientDT = "client_dt"
 // schema describes the whole record; its "dt" becomes client_dt and dt is
 // the receive time.
 func buildFields(doc map[string]any, platform bool) (*field, error) {
-	b := builder{doc: doc}
 	root := &field{kind: kindStruct}
 	if platform {
-		top := b.field("", doc, 0)
+		top := fromColumns(columns.Build(doc, "", doc, 0))
 		if top.kind != kindStruct {
 			return nil, errors.New("an Event Platform schema must describe an object with properties")
 		}
@@ -119,7 +114,7 @@ func buildFields(doc map[string]any, platform bool) (*field, error) {
 		}
 		root.fields = append(root.fields, &field{name: "dt", kind: kindTimestamp})
 	} else {
-		root.fields = append(root.fields, b.field("event", doc, 1))
+		root.fields = append(root.fields, fromColumns(columns.Build(doc, "event", doc, 1)))
 		for _, cf := range capsuleFields {
 			root.fields = append(root.fields, &field{name: cf.name, kind: cf.kind})
 		}
@@ -128,133 +123,25 @@ func buildFields(doc map[string]any, platform bool) (*field, error) {
 	return root, nil
 }
 
-// builder turns JSON Schema nodes into fields.
-type builder struct {
-	doc map[string]any // the whole document, for local $refs
-}
-
-func (b *builder) field(name string, node any, depth int) *field {
-	js := b.deref(node)
-	f := &field{name: name, kind: kindOf(js)}
-	if f.kind != kindStruct {
-		return f
+// fromColumns converts a classified JSON Schema node to a field.
+func fromColumns(c *columns.Field) *field {
+	f := &field{name: c.Name, kind: kindJSON}
+	switch c.Kind {
+	case columns.Object:
+		f.kind = kindStruct
+	case columns.String:
+		f.kind = kindString
+	case columns.Integer:
+		f.kind = kindLong
+	case columns.Number:
+		f.kind = kindDouble
+	case columns.Boolean:
+		f.kind = kindBool
 	}
-	if depth >= maxDepth {
-		f.kind = kindJSON
-		return f
-	}
-	props, _ := js["properties"].(map[string]any)
-	names := make([]string, 0, len(props))
-	for n := range props {
-		if n != "" {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		f.fields = append(f.fields, b.field(n, props[n], depth+1))
-	}
-	if len(f.fields) == 0 {
-		f.kind = kindJSON
+	for _, m := range c.Fields {
+		f.fields = append(f.fields, fromColumns(m))
 	}
 	return f
-}
-
-// deref follows local $refs ("#/$defs/x").
-func (b *builder) deref(node any) map[string]any {
-	js, _ := node.(map[string]any)
-	for range maxRefHops {
-		ref, ok := js["$ref"].(string)
-		if !ok || !strings.HasPrefix(ref, "#") {
-			return js
-		}
-		target, ok := pointer(b.doc, ref[1:])
-		if !ok {
-			return nil
-		}
-		js = target
-	}
-	return nil
-}
-
-// pointer resolves a JSON pointer ("/a/b") in doc to an object.
-func pointer(doc map[string]any, ptr string) (map[string]any, bool) {
-	if ptr == "" {
-		return doc, true
-	}
-	if !strings.HasPrefix(ptr, "/") {
-		return nil, false
-	}
-	var cur any = doc
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		cur = m[tok]
-	}
-	m, ok := cur.(map[string]any)
-	return m, ok
-}
-
-// kindOf maps a JSON Schema node to its kind: the node's single type
-// ("null" aside), an object with properties as a struct, and for nodes
-// without a type, properties or an all-string enum.
-func kindOf(js map[string]any) kind {
-	switch t := js["type"].(type) {
-	case string:
-		return kindOfType(t, js)
-	case []any:
-		var types []string
-		for _, e := range t {
-			if s, ok := e.(string); ok && s != "null" {
-				types = append(types, s)
-			}
-		}
-		slices.Sort(types)
-		switch {
-		case len(types) == 1:
-			return kindOfType(types[0], js)
-		case slices.Equal(types, []string{"integer", "number"}):
-			return kindDouble
-		}
-		return kindJSON
-	case nil:
-		if props, ok := js["properties"].(map[string]any); ok && len(props) > 0 {
-			return kindStruct
-		}
-		if enum, ok := js["enum"].([]any); ok && len(enum) > 0 {
-			for _, e := range enum {
-				if _, ok := e.(string); !ok {
-					return kindJSON
-				}
-			}
-			return kindString
-		}
-		if _, ok := js["const"].(string); ok {
-			return kindString
-		}
-	}
-	return kindJSON
-}
-
-func kindOfType(t string, js map[string]any) kind {
-	switch t {
-	case "string":
-		return kindString
-	case "integer":
-		return kindLong
-	case "number":
-		return kindDouble
-	case "boolean":
-		return kindBool
-	case "object":
-		if props, ok := js["properties"].(map[string]any); ok && len(props) > 0 {
-			return kindStruct
-		}
-	}
-	return kindJSON
 }
 
 // addition is a column a schema version adds to a table.

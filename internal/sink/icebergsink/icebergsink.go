@@ -101,7 +101,8 @@ type Config struct {
 	// partitions that ended longer ago than this are compacted; default
 	// 1 hour.
 	CompactAfter time.Duration
-	// Schemas resolves event schemas; required.
+	// Schemas resolves event schemas; required to write (PurgeOld,
+	// Compact and ExpireSnapshots work without it).
 	Schemas Schemas
 	// Avro decodes records in the Avro wire format; nil: such records are
 	// poison.
@@ -209,9 +210,6 @@ func Open(cfg Config) (*Sink, error) {
 	}
 	if cfg.Warehouse == "" {
 		return nil, errors.New("icebergsink: Config.Warehouse is required")
-	}
-	if cfg.Schemas == nil {
-		return nil, errors.New("icebergsink: Config.Schemas is required")
 	}
 	if cfg.Namespace == "" {
 		cfg.Namespace = DefaultNamespace

@@ -112,8 +112,8 @@ func flagValue(args []string, name string) string {
 	return ""
 }
 
-// reloadsOnSIGHUP are the roles that reload on SIGHUP (cmd/eventlogging's
-// main); SIGHUP stops the others, so their units must not send it.
+// reloadsOnSIGHUP are the roles that reload on SIGHUP (internal/cli's
+// Run); SIGHUP stops the others, so their units must not send it.
 var reloadsOnSIGHUP = []string{"intake", "process", "sink"}
 
 // TestSystemdUnitFiles checks what each unit must hold: a unit per role,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A three-node Apache Kafka KRaft cluster on loopback for the reliability
-# tests (cmd/eventlogging/reliability_*_test.go), from the jars scripts/kafka.sh
+# tests (test/e2e/reliability_*_test.go), from the jars scripts/kafka.sh
 # fetches. Each node is broker and controller, with its own run dir and pid file.
 #
 #   scripts/kafka-cluster.sh start [--fresh]

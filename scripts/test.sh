@@ -149,16 +149,17 @@ helm lint --strict deploy/helm/eventlogging
 # Every fuzz target for a few seconds (their seed corpora also run in the
 # main pass); the load and fault tests (docs/reliability.md) measure, so
 # they run without the race detector, one after another (they skip under
-# -race; EVENTLOGGING_LONG_FAULTS=1 makes the fault runs long); then every
-# test with -race.
+# -race; EVENTLOGGING_LONG_FAULTS=1 makes the fault runs long), and so do
+# the 100,000-event runs into S3, HDFS and Iceberg; then every test with
+# -race.
 load_rc=0
 if [ $# -eq 0 ]; then
 	scripts/fuzz.sh "${FUZZ_SECONDS:-4}" || load_rc=$?
 	fault_timeout=40m
 	[ "${EVENTLOGGING_LONG_FAULTS:-}" = 1 ] && fault_timeout=120m
 	go test -count=1 -timeout "$fault_timeout" -p 1 -v \
-		-run '^(TestDashboardUnderLoad|TestOverload|TestClusterFailover|TestProcessCrashes|TestSpoolDiskFull|TestBrokerDown)$' \
-		./cmd/eventlogging || load_rc=$?
+		-run '^(TestDashboardUnderLoad|TestOverload|TestClusterFailover|TestProcessCrashes|TestSpoolDiskFull|TestBrokerDown|TestWarehouse|TestIcebergStandalone)$' \
+		./test/e2e || load_rc=$?
 fi
 go test -count=1 -race -timeout 20m "$@" ./...
 exit "$load_rc"

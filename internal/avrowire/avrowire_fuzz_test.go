@@ -9,9 +9,10 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
+
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // fuzzSchemas are registered in this order, so their ids are 1 to 5: a
@@ -40,12 +41,7 @@ var fuzzSchemas = []sr.Schema{
 // newFuzzCodec is a Codec on a fake registry holding fuzzSchemas.
 func newFuzzCodec(t testing.TB) *Codec {
 	t.Helper()
-	reg := srfake.New()
-	t.Cleanup(reg.Close)
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, cl := testsupport.FakeRegistry(t)
 	for i, s := range fuzzSchemas {
 		ss, err := cl.CreateSchema(context.Background(), "fuzz-"+string(rune('a'+i)), s)
 		if err != nil {
@@ -55,7 +51,7 @@ func newFuzzCodec(t testing.TB) *Codec {
 			t.Fatalf("schema %d registered with id %d", i, ss.ID)
 		}
 	}
-	c, err := New(reg.URL(), 0)
+	c, err := New(url, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // event20 is a 20-field Avro record and a matching decoded JSON event.
@@ -36,21 +35,13 @@ func event20() (schema string, event map[string]any) {
 
 func newCodec(t testing.TB, subject, schema string) (*Codec, int) {
 	t.Helper()
-	reg := srfake.New()
-	t.Cleanup(reg.Close)
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
+	url, cl := testsupport.FakeRegistry(t)
+	id := testsupport.RegisterAvro(t, cl, subject, schema)
+	c, err := New(url, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss, err := cl.CreateSchema(context.Background(), subject, sr.Schema{Schema: schema, Type: sr.TypeAvro})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := New(reg.URL(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, ss.ID
+	return c, id
 }
 
 func TestRoundTrip(t *testing.T) {

@@ -13,21 +13,15 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // platformAvro is an Event Platform event schema using every kind of
 // Avro type the JSON → Avro mapping produces.
 const platformAvro = `{"type":"record","name":"Everything","namespace":"analytics","fields":[
- {"name":"_schema","type":"string"},
- {"name":"meta","type":{"type":"record","name":"Meta","fields":[
-   {"name":"stream","type":"string"},{"name":"id","type":"string"},{"name":"dt","type":"string"},
-   {"name":"domain","type":["null","string"],"default":null}]}},
- {"name":"http","type":["null",{"type":"record","name":"Http","fields":[
-   {"name":"client_ip","type":["null","string"],"default":null},
-   {"name":"request_headers","type":{"type":"map","values":"string"},"default":{}}]}],"default":null},
+ {"name":"_schema","type":"string"},` + testsupport.AvroMetaHTTP + `
  {"name":"count","type":"long"},
  {"name":"small","type":"int"},
  {"name":"big","type":["null","long"],"default":null},
@@ -187,13 +181,8 @@ func TestDecodeEventErrors(t *testing.T) {
 	}
 
 	// A non-record schema and a JSON Schema under the id.
-	reg := srfake.New()
-	defer reg.Close()
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err = New(reg.URL(), 0)
+	url, cl := testsupport.FakeRegistry(t)
+	c, err = New(url, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

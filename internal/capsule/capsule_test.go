@@ -3,29 +3,19 @@ package capsule
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 
 	"github.com/google/uuid"
 )
 
 // loadReference decodes one file of testdata/reference/eventlogging (the
 // original implementation's vectors, copied into the repository).
-func loadReference(t *testing.T, name string, v any) {
-	t.Helper()
-	p := filepath.Join("..", "..", "testdata", "reference", "eventlogging", name)
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("reference vectors missing (testdata/reference/eventlogging at the repository root): %v", err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		t.Fatalf("decode %s: %v", p, err)
-	}
-}
+func loadReference(t testing.TB, name string, v any) { testsupport.LoadReference(t, name, v) }
 
 func TestUUIDReference(t *testing.T) {
 	var ref struct {

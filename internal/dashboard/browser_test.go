@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 
 	"github.com/chromedp/chromedp"
 
@@ -65,14 +65,7 @@ func (b *browserBackend) Tail(ctx context.Context, topic string, fn func(inspect
 // of internal/httpauth in front of the handler) and a replay its result,
 // and no page logs an error or a CSP violation.
 func TestBrowser(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		const msg = "chromium missing: scripts/test.sh installs Debian's chromium package"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	chromium := testsupport.Chromium(t)
 	b := &browserBackend{fakeBackend: newFake(), batches: make(chan int)}
 	h := newTestHandler(t, b, Config{Prefix: "/dashboard", TailBuffer: 1024})
 	// Replays are refused (by a guard that admits nobody) until refuse is
@@ -92,13 +85,7 @@ func TestBrowser(t *testing.T) {
 	defer srv.Close()
 	base := srv.URL + "/dashboard"
 
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU)
-	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	ctx, cancelTab := chromedp.NewContext(ctx)
-	defer cancelTab()
+	ctx := testsupport.Browser(t, chromium, 2*time.Minute)
 
 	// Collect what the pages write to the console.
 	if err := chromedp.Do(ctx); err != nil {

@@ -202,13 +202,19 @@ func uuidsOf(recs []ErrorRecord) []string {
 	return out
 }
 
-func TestErrors(t *testing.T) {
+// withErrors is a cluster holding the fixture's EventErrors, an inspector
+// of it, and a context of 30 s.
+func withErrors(t *testing.T) (ctx context.Context, brokers []string, i *Inspector, truncated, other, rawPath, post testError) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	brokers := cluster(t)
-	truncated, other, rawPath, post := fixture()
+	t.Cleanup(cancel)
+	brokers = cluster(t)
+	truncated, other, rawPath, post = fixture()
 	produceErrors(ctx, t, brokers, truncated, other, rawPath, post)
-	i := newInspector(t, brokers)
+	return ctx, brokers, newInspector(t, brokers), truncated, other, rawPath, post
+}
+
+func TestErrors(t *testing.T) {
+	ctx, _, i, truncated, other, rawPath, post := withErrors(t)
 
 	for _, c := range []struct {
 		name string
@@ -313,12 +319,7 @@ func replayHeaders(ctx context.Context, t *testing.T, brokers []string, topic st
 }
 
 func TestReplay(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	brokers := cluster(t)
-	truncated, other, rawPath, post := fixture()
-	produceErrors(ctx, t, brokers, truncated, other, rawPath, post)
-	i := newInspector(t, brokers)
+	ctx, brokers, i, truncated, _, rawPath, post := withErrors(t)
 
 	// No processor here: without waiting, every replay is pending.
 	res, err := i.Replay(ctx, []string{rawPath.ec.UUID, post.ec.UUID, truncated.ec.UUID, "no-such-uuid"}, ReplayOptions{})
@@ -411,12 +412,7 @@ func TestReplay(t *testing.T) {
 // TestReplayWaitsForOutcomes: a stand-in processor answers each replayed
 // record with an outcome; Replay reports them and closes only the valid.
 func TestReplayWaitsForOutcomes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	brokers := cluster(t)
-	truncated, other, rawPath, post := fixture()
-	produceErrors(ctx, t, brokers, truncated, other, rawPath, post)
-	i := newInspector(t, brokers)
+	ctx, brokers, i, _, other, rawPath, post := withErrors(t)
 
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -466,12 +462,7 @@ func TestReplayWaitsForOutcomes(t *testing.T) {
 }
 
 func TestReplayMatching(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	brokers := cluster(t)
-	truncated, other, rawPath, post := fixture()
-	produceErrors(ctx, t, brokers, truncated, other, rawPath, post)
-	i := newInspector(t, brokers)
+	ctx, brokers, i, _, other, rawPath, post := withErrors(t)
 
 	steps := []struct {
 		name              string

@@ -7,17 +7,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
-)
 
-// referenceDir holds the test vectors taken from the original Python
-// EventLogging, copied into testdata/reference at the repository root.
-const referenceDir = "../../testdata/reference/eventlogging"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
+)
 
 type parserVectors struct {
 	IPHashKeyHex string `json:"ip_hash_key_hex"`
@@ -35,17 +31,9 @@ type parserVectors struct {
 	} `json:"negative"`
 }
 
-func loadReference(tb testing.TB, name string, v any) {
-	tb.Helper()
-	path := filepath.Join(referenceDir, name)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatalf("reference vectors missing: %v (testdata/reference/eventlogging/%s at the repository root)", err, name)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		tb.Fatalf("%s: %v", path, err)
-	}
-}
+// loadReference decodes a file of the test vectors taken from the original
+// Python implementation (testdata/reference/eventlogging).
+func loadReference(tb testing.TB, name string, v any) { testsupport.LoadReference(tb, name, v) }
 
 // decodeObject decodes a JSON object keeping numbers as json.Number, so
 // that values compare exactly.

@@ -1,35 +1,19 @@
 package process
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
-
 	"github.com/eventlogging/eventlogging/internal/avrowire"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
-const editFunnelAvro = `{"type":"record","name":"EditFunnel","namespace":"analytics","fields":[
- {"name":"meta","type":{"type":"record","name":"Meta","fields":[
-   {"name":"stream","type":"string"},{"name":"id","type":"string"},{"name":"dt","type":"string"}]}},
- {"name":"action","type":"string"},
- {"name":"editor","type":"string"},
- {"name":"session_token","type":"string"},
- {"name":"page_id","type":["null","long"],"default":null}]}`
+const editFunnelAvro = testsupport.EditFunnelAvroClient
 
 func TestProcessEventAvroStream(t *testing.T) {
-	reg := srfake.New()
-	t.Cleanup(reg.Close)
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cl.CreateSchema(context.Background(), "edits-value", sr.Schema{Schema: editFunnelAvro, Type: sr.TypeAvro}); err != nil {
-		t.Fatal(err)
-	}
-	codec, err := avrowire.New(reg.URL(), 0)
+	url, cl := testsupport.FakeRegistry(t)
+	testsupport.RegisterAvro(t, cl, "edits-value", editFunnelAvro)
+	codec, err := avrowire.New(url, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

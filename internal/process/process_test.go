@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -38,17 +38,7 @@ type parserRef struct {
 	} `json:"negative"`
 }
 
-func loadReference(t testing.TB, name string, v any) {
-	t.Helper()
-	p := filepath.Join("..", "..", "testdata", "reference", "eventlogging", name)
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("reference vectors missing (testdata/reference/eventlogging at the repository root): %v", err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		t.Fatalf("decode %s: %v", p, err)
-	}
-}
+func loadReference(t testing.TB, name string, v any) { testsupport.LoadReference(t, name, v) }
 
 var fixedNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 

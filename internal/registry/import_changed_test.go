@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // TestImportChangedVersion: a folder whose registered version was edited
@@ -18,13 +20,8 @@ func TestImportChangedVersion(t *testing.T) {
 			in := newInstance(t, nil)
 			dir := t.TempDir()
 			path := filepath.Join(dir, filepath.FromSlash(c.file))
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
 			orig := strings.Replace(c.edited, `"b":{"type":"integer"}`, `"a":{"type":"string"}`, 1)
-			if err := os.WriteFile(path, []byte(orig), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			testsupport.WriteFile(t, path, orig)
 			if _, err := in.r.ImportDir(t.Context(), dir); err != nil {
 				t.Fatal(err)
 			}
@@ -63,15 +60,7 @@ func TestImportRepositoryLayout(t *testing.T) {
 		"jsonschema/mediawiki/edit/2.0.0":         doc("mediawiki/edit", "c"),
 		"jsonschema/mediawiki/edit/latest.yaml":   "title: mediawiki/edit\n",
 	}
-	for p, c := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testsupport.WriteFiles(t, dir, files)
 	st, err := in.r.ImportDir(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)

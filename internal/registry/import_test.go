@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlogging/eventlogging/internal/testsupport"
+
 	"github.com/eventlogging/eventlogging/internal/kafka/schemalog"
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
@@ -134,12 +136,7 @@ func TestImportDirConflicts(t *testing.T) {
 	write := func(t *testing.T, dir, name, text string) string {
 		t.Helper()
 		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testsupport.WriteFile(t, p, text)
 		return p
 	}
 	t.Run("id used by another schema", func(t *testing.T) {

@@ -12,22 +12,8 @@ import (
 	"github.com/eventlogging/eventlogging/internal/registry/compat"
 )
 
-// compatCheck is the real compatibility check, as cmd/eventlogging wires it.
-func compatCheck(schemaType, level, candidate string, existing []string) ([]string, error) {
-	lvl, err := compat.ParseLevel(level)
-	if err != nil {
-		return nil, err
-	}
-	viol, err := compat.Check(schemaType, lvl, candidate, existing)
-	if err != nil {
-		return nil, err
-	}
-	msgs := make([]string, len(viol))
-	for i, v := range viol {
-		msgs[i] = v.String()
-	}
-	return msgs, nil
-}
+// compatCheck is the real compatibility check, as the registry role wires it.
+var compatCheck = compat.RegistryCheck
 
 // payloadOps are the endpoints that read a request body, with what a
 // success answers.

@@ -2,11 +2,11 @@ package schema
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // TestScanFolder reads a folder laid out as Wikimedia's Event Platform
@@ -39,15 +39,7 @@ func TestScanFolder(t *testing.T) {
 		".git/config":                                    "[core]\n",
 		"Foo/.1.json.swp":                                "x",
 	}
-	for p, c := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testsupport.WriteFiles(t, dir, files)
 	f, err := ScanFolder(dir)
 	if err != nil {
 		t.Fatal(err)

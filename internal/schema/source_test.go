@@ -3,10 +3,11 @@ package schema
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 func TestDirSourceList(t *testing.T) {
@@ -36,13 +37,7 @@ func TestDirSourceFetch(t *testing.T) {
 	dir := t.TempDir()
 	write := func(rel, content string) {
 		t.Helper()
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testsupport.WriteFile(t, filepath.Join(dir, rel), content)
 	}
 	write("A/1.json", `{"title": "json"}`)
 	write("A/1.yaml", `title: yaml`)

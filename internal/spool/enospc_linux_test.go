@@ -68,16 +68,7 @@ func TestDiskFull(t *testing.T) {
 	equalRecords(t, peekAll(t, q), want)
 
 	// Reopen: nothing torn, nothing lost.
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
-	}
-	var logs logBuffer
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	q = open(t, dir, cfg)
-	equalRecords(t, peekAll(t, q), want)
-	if strings.Contains(logs.String(), "torn") {
-		t.Fatalf("reopen after ENOSPC dropped a torn tail:\n%s", logs.String())
-	}
+	reopenIntact(t, q, dir, cfg, want, "ENOSPC")
 }
 
 // TestDiskFullMidSegment fills the disk inside one segment, with no
@@ -273,16 +264,7 @@ func TestMinFreeBytes(t *testing.T) {
 	checkBytes(t, q, dir)
 
 	// Nothing is damaged: a reopen reads every record back, no torn tail.
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
-	}
-	var logs logBuffer
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	q = open(t, dir, cfg)
-	equalRecords(t, peekAll(t, q), want)
-	if strings.Contains(logs.String(), "torn") {
-		t.Fatalf("reopen after ErrFull dropped a torn tail:\n%s", logs.String())
-	}
+	q = reopenIntact(t, q, dir, cfg, want, "ErrFull")
 	if err := q.Append(b); !errors.Is(err, ErrFull) {
 		t.Fatalf("Append after reopening: %v, want ErrFull", err)
 	}
@@ -322,4 +304,22 @@ func TestConvertTextCursorOnFullDisk(t *testing.T) {
 	q := open(t, dir, Config{})
 	equalRecords(t, peekAll(t, q), want[4:])
 	checkSlotted(t, dir, 4)
+}
+
+// reopenIntact closes q, opens dir again and checks that every record of
+// want is read back and no torn tail was dropped (after what); it returns
+// the reopened queue.
+func reopenIntact(t *testing.T, q *Queue, dir string, cfg Config, want []Record, what string) *Queue {
+	t.Helper()
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	q = open(t, dir, cfg)
+	equalRecords(t, peekAll(t, q), want)
+	if strings.Contains(logs.String(), "torn") {
+		t.Fatalf("reopen after %s dropped a torn tail:\n%s", what, logs.String())
+	}
+	return q
 }

@@ -14,25 +14,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // logBuffer collects log output; safe for concurrent writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer = testsupport.SyncBuffer
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 

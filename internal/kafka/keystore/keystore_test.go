@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlogging/eventlogging/internal/testsupport"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -39,22 +41,7 @@ func TestKeyStoreKFake(t *testing.T) {
 }
 
 // lockedBuffer is an io.Writer safe for the concurrent logging of a client.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type lockedBuffer = testsupport.SyncBuffer
 
 // racingStore makes the first Append of each of its users wait until all of
 // them have got there, i.e. until every one has loaded a store without a key:

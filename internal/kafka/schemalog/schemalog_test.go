@@ -92,30 +92,22 @@ func TestNewSchemaLogConfig(t *testing.T) {
 }
 
 func schemaLogSuite(t *testing.T, seeds []string, topic func(*testing.T) string) {
-	t.Run("Replication", func(t *testing.T) {
-		t.Parallel()
-		testSchemaLogReplication(t, seeds, topic(t))
-	})
-	t.Run("Failover", func(t *testing.T) {
-		t.Parallel()
-		testSchemaLogFailover(t, seeds, topic(t))
-	})
-	t.Run("Handover", func(t *testing.T) {
-		t.Parallel()
-		testSchemaLogHandover(t, seeds, topic(t))
-	})
-	t.Run("FencedBySecondWriter", func(t *testing.T) {
-		t.Parallel()
-		testSchemaLogFencedBySecondWriter(t, seeds, topic(t))
-	})
-	t.Run("Zombie", func(t *testing.T) {
-		t.Parallel()
-		testSchemaLogZombie(t, seeds, topic(t))
-	})
-	t.Run("RefusesDeletingTopic", func(t *testing.T) {
-		t.Parallel()
-		testSchemaLogRefusesDeletingTopic(t, seeds, topic(t))
-	})
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, seeds []string, topic string)
+	}{
+		{"Replication", testSchemaLogReplication},
+		{"Failover", testSchemaLogFailover},
+		{"Handover", testSchemaLogHandover},
+		{"FencedBySecondWriter", testSchemaLogFencedBySecondWriter},
+		{"Zombie", testSchemaLogZombie},
+		{"RefusesDeletingTopic", testSchemaLogRefusesDeletingTopic},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, seeds, topic(t))
+		})
+	}
 }
 
 // groupStable waits until the election group of topic is stable with n

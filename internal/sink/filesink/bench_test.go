@@ -11,6 +11,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/sink/columns"
 )
 
 // BenchmarkWrite measures Write with 1,000-record batches of ~450-byte
@@ -27,35 +28,41 @@ func BenchmarkWrite(b *testing.B) {
 			name = "parquet"
 		}
 		b.Run(name, func(b *testing.B) {
-			tmpl := spread([]string{"eventlogging_Test"}, 1, 1000, 1)
-			s, err := Open(Config{Root: b.TempDir(), Format: format, Schemas: testSchemas(b), Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			batch := make([]kafka.Record, len(tmpl))
-			var bytes int64
-			for _, r := range tmpl {
-				bytes += int64(len(r.Value))
-			}
-			b.SetBytes(bytes)
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
-			for i := range b.N {
-				for j := range tmpl {
-					batch[j] = tmpl[j]
-					batch[j].Offset = int64(i*len(tmpl) + j)
-				}
-				if _, err := s.Write(b.Context(), batch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := s.Close(); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(b.N*len(tmpl))/time.Since(start).Seconds(), "rows/s")
+			benchWrite(b, Config{Root: b.TempDir(), Format: format, Schemas: testSchemas(b), Logger: slog.New(slog.DiscardHandler)})
 		})
 	}
+}
+
+// benchWrite writes b.N batches of 1,000 BenchmarkWrite capsules through a
+// sink opened with cfg, Close included, and reports rows/s.
+func benchWrite(b *testing.B, cfg Config) {
+	tmpl := spread([]string{"eventlogging_Test"}, 1, 1000, 1)
+	s, err := Open(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := make([]kafka.Record, len(tmpl))
+	var bytes int64
+	for _, r := range tmpl {
+		bytes += int64(len(r.Value))
+	}
+	b.SetBytes(bytes)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		for j := range tmpl {
+			batch[j] = tmpl[j]
+			batch[j].Offset = int64(i*len(tmpl) + j)
+		}
+		if _, err := s.Write(b.Context(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N*len(tmpl))/time.Since(start).Seconds(), "rows/s")
 }
 
 // BenchmarkParquetRows compares the two ways to hand rows to parquet-go:
@@ -127,10 +134,10 @@ func convertNumbers(v any) any {
 	case []any:
 		return string(capsule.AppendValue(nil, x)) // arrays are JSON text columns
 	default:
-		if n, ok := toInt(v); ok {
+		if n, ok := columns.Int(v); ok {
 			return n
 		}
-		if f, ok := toFloat(v); ok {
+		if f, ok := columns.Float(v); ok {
 			return f
 		}
 		return v

@@ -4,13 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"unsafe"
 
@@ -272,7 +269,7 @@ func fillGroup(row parquet.Row, g *pqField, m map[string]any) error {
 		if err := fill(row, f, v); err != nil {
 			var fe *fitError
 			if errors.As(err, &fe) {
-				fe.path = append(fe.path, f.name)
+				fe.Path = append(fe.Path, f.name)
 			}
 			return err
 		}
@@ -305,13 +302,13 @@ func fill(row parquet.Row, f *pqField, v any) error {
 		}
 		pv = parquet.ByteArrayValue(stringBytes(s))
 	case kindInt:
-		n, ok := toInt(v)
+		n, ok := columns.Int(v)
 		if !ok {
 			return misfit(f, v)
 		}
 		pv = parquet.Int64Value(n)
 	case kindDouble:
-		x, ok := toFloat(v)
+		x, ok := columns.Float(v)
 		if !ok {
 			return misfit(f, v)
 		}
@@ -338,79 +335,10 @@ func stringBytes(s string) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
-// toInt converts a JSON integer (json.Number "3", "3.0" or "3e2", or a Go
-// number) to int64.
-func toInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			return n, true
-		}
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return 0, false
-		}
-		return floatToInt(f)
-	case float64:
-		return floatToInt(x)
-	case int64:
-		return x, true
-	case int:
-		return int64(x), true
-	}
-	return 0, false
-}
+// fitError is a value that does not fit its Parquet column.
+type fitError = columns.FitError
 
-func floatToInt(f float64) (int64, bool) {
-	if f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
-		return 0, false
-	}
-	return int64(f), true
-}
-
-// toFloat converts a JSON number to float64.
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		return f, err == nil
-	case float64:
-		return x, true
-	case int64:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	}
-	return 0, false
-}
-
-// fitError is a value that does not fit its column.
-type fitError struct {
-	path []string // innermost first
-	want kind
-	got  string
-}
-
-func (e *fitError) Error() string {
-	p := slices.Clone(e.path)
-	slices.Reverse(p)
-	return fmt.Sprintf("value at /%s does not fit its Parquet column: got %s, want %s", strings.Join(p, "/"), e.got, kindNames[e.want])
-}
-
-func misfit(f *pqField, v any) error {
-	got := "number"
-	switch v.(type) {
-	case string:
-		got = "string"
-	case bool:
-		got = "boolean"
-	case map[string]any:
-		got = "object"
-	case []any:
-		got = "array"
-	}
-	return &fitError{want: f.kind, got: got}
-}
+func misfit(f *pqField, v any) error { return columns.Misfit(f.kind, v, "Parquet column") }
 
 // fileTag turns a schema key into a file name part: "Edit/17" → "Edit_17",
 // "/analytics/button_click/1.0.0" → "analytics_button_click_1.0.0".

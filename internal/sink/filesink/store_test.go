@@ -338,35 +338,9 @@ func TestRemoteStoreStopped(t *testing.T) {
 //	go test -run '^$' -bench BenchmarkWriteTarget -benchtime 100x ./internal/sink/filesink
 func BenchmarkWriteTarget(b *testing.B) {
 	run := func(b *testing.B, cfg Config) {
-		tmpl := spread([]string{"eventlogging_Test"}, 1, 1000, 1)
 		cfg.Format, cfg.Schemas, cfg.MaxFileBytes = Parquet, testSchemas(b), 8<<20
 		cfg.Logger = testLogger(b)
-		s, err := Open(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		batch := make([]kafka.Record, len(tmpl))
-		var bytes int64
-		for _, r := range tmpl {
-			bytes += int64(len(r.Value))
-		}
-		b.SetBytes(bytes)
-		b.ReportAllocs()
-		b.ResetTimer()
-		start := time.Now()
-		for i := range b.N {
-			for j := range tmpl {
-				batch[j] = tmpl[j]
-				batch[j].Offset = int64(i*len(tmpl) + j)
-			}
-			if _, err := s.Write(b.Context(), batch); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := s.Close(); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(b.N*len(tmpl))/time.Since(start).Seconds(), "rows/s")
+		benchWrite(b, cfg)
 	}
 	b.Run("local", func(b *testing.B) { run(b, Config{Root: b.TempDir()}) })
 	b.Run("s3", func(b *testing.B) {

@@ -5,19 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/avrowire"
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/sink/columns"
 )
 
 // row is one buffered record, converted: values holds the columns its
@@ -236,7 +232,7 @@ func convertGroup(g *field, m map[string]any) (map[string]any, error) {
 		if err != nil {
 			var fe *fitError
 			if errors.As(err, &fe) {
-				fe.path = append(fe.path, f.name)
+				fe.Path = append(fe.Path, f.name)
 			}
 			return nil, err
 		}
@@ -261,13 +257,13 @@ func convert(f *field, v any) (any, error) {
 		}
 		return s, nil
 	case kindLong:
-		n, ok := toInt(v)
+		n, ok := columns.Int(v)
 		if !ok {
 			return nil, misfit(f, v)
 		}
 		return n, nil
 	case kindDouble:
-		x, ok := toFloat(v)
+		x, ok := columns.Float(v)
 		if !ok {
 			return nil, misfit(f, v)
 		}
@@ -289,76 +285,11 @@ func convert(f *field, v any) (any, error) {
 	}
 }
 
-// toInt converts a JSON integer (json.Number "3", "3.0" or "3e2", or a Go
-// number) to int64.
-func toInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			return n, true
-		}
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return 0, false
-		}
-		return floatToInt(f)
-	case float64:
-		return floatToInt(x)
-	case int64:
-		return x, true
-	case int:
-		return int64(x), true
-	}
-	return 0, false
-}
-
-func floatToInt(f float64) (int64, bool) {
-	if f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
-		return 0, false
-	}
-	return int64(f), true
-}
-
-// toFloat converts a JSON number to float64.
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		return f, err == nil
-	case float64:
-		return x, true
-	case int64:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	}
-	return 0, false
-}
-
 // fitError is a value that does not fit its column.
-type fitError struct {
-	path []string // innermost first
-	want kind
-	got  string
-}
-
-func (e *fitError) Error() string {
-	p := slices.Clone(e.path)
-	slices.Reverse(p)
-	return fmt.Sprintf("value at /%s does not fit its column: got %s, want %s", strings.Join(p, "/"), e.got, kindNames[e.want])
-}
+type fitError = columns.FitError
 
 func misfit(f *field, v any) error {
-	got := "number"
-	switch v.(type) {
-	case string:
-		got = "string"
-	case bool:
-		got = "boolean"
-	case map[string]any:
-		got = "object"
-	case []any:
-		got = "array"
-	}
-	return &fitError{want: f.kind, got: got}
+	e := columns.Misfit(columns.Kind(f.kind), v, "column")
+	e.WantName = kindNames[f.kind]
+	return e
 }

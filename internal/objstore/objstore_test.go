@@ -1,0 +1,165 @@
+package objstore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/eventlogging/eventlogging/internal/objstore"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
+)
+
+// contract checks what the file sink relies on, on one store: atomic puts
+// that replace, gets, exists, sorted prefix listing without hidden temp
+// objects, idempotent deletes, and a file above PartSize (a multipart
+// upload on S3) read back whole.
+func contract(t *testing.T, st objstore.Store) {
+	ctx := t.Context()
+	if err := st.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"b/x/2.json", "a/1.json", "b/x/1.json", "c"} {
+		if err := st.Put(ctx, k, []byte("v1 "+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Put(ctx, "a/1.json", []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := st.Get(ctx, "a/1.json"); err != nil || string(b) != "v2" {
+		t.Fatalf("Get after a replacing Put = %q, %v", b, err)
+	}
+	if _, err := st.Get(ctx, "a/none"); !errors.Is(err, objstore.ErrNotExist) {
+		t.Fatalf("Get of a missing key: %v, want ErrNotExist", err)
+	}
+	if ok, err := st.Exists(ctx, "b/x/1.json"); !ok || err != nil {
+		t.Fatalf("Exists = %v, %v", ok, err)
+	}
+	if ok, err := st.Exists(ctx, "b/x/9.json"); ok || err != nil {
+		t.Fatalf("Exists(missing) = %v, %v", ok, err)
+	}
+	objs, err := st.List(ctx, "b/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 2 || objs[0].Key != "b/x/1.json" || objs[1].Key != "b/x/2.json" || objs[0].Size != int64(len("v1 b/x/1.json")) {
+		t.Fatalf("List(b/) = %+v", objs)
+	}
+	big := make([]byte, objstore.PartSize+3<<20)
+	if _, err := rand.Read(big); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(src, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutFile(ctx, "big/part-0-0-9.parquet", src); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "back")
+	if err := st.GetFile(ctx, "big/part-0-0-9.parquet", dst); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(dst); !bytes.Equal(got, big) {
+		t.Fatalf("a %d-byte file came back as %d bytes, or different", len(big), len(got))
+	}
+	for range 2 {
+		if err := st.Delete(ctx, "c"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, _ := st.Exists(ctx, "c"); ok {
+		t.Fatal("deleted key still there")
+	}
+	if err := st.Put(ctx, "../escape", nil); err == nil {
+		t.Fatal(`a key with ".." was accepted`)
+	}
+}
+
+func TestDir(t *testing.T) {
+	st, err := objstore.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	contract(t, st)
+}
+
+func s3Target(t *testing.T) (target string, srv testsupport.S3Server, bucket string) {
+	srv = testsupport.S3(t)
+	bucket = srv.Bucket(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	q := url.Values{"endpoint": {srv.Endpoint}, "region": {srv.Region}, "use_path_style": {"true"}}
+	return "s3://" + bucket + "/prefix?" + q.Encode(), srv, bucket
+}
+
+func TestS3(t *testing.T) {
+	target, _, _ := s3Target(t)
+	st, err := objstore.Open(t.Context(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	contract(t, st)
+}
+
+// AbortUploads cancels the multipart uploads a killed writer left under
+// the store's prefix, and only those.
+func TestS3AbortUploads(t *testing.T) {
+	target, srv, bucket := s3Target(t)
+	c := srv.Client(t)
+	for _, k := range []string{"prefix/t/year=2026/part-0-1-2.parquet", "prefix/_filesink/manifests/t/0.json", "elsewhere/x"} {
+		if _, err := c.CreateMultipartUpload(t.Context(), &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := objstore.Open(t.Context(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	n, err := st.AbortUploads(t.Context())
+	if err != nil || n != 2 {
+		t.Fatalf("AbortUploads = %d, %v; want the 2 under the prefix", n, err)
+	}
+	out, err := c.ListMultipartUploads(t.Context(), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Uploads) != 1 || aws.ToString(out.Uploads[0].Key) != "elsewhere/x" {
+		t.Fatalf("uploads left: %+v, want only elsewhere/x", out.Uploads)
+	}
+	_, _ = c.AbortMultipartUpload(context.Background(), &s3.AbortMultipartUploadInput{Bucket: aws.String(bucket), Key: out.Uploads[0].Key, UploadId: out.Uploads[0].UploadId})
+}
+
+func TestHDFS(t *testing.T) {
+	srv := testsupport.HDFS(t)
+	dir := srv.Dir(t)
+	st, err := objstore.Open(t.Context(), "hdfs://"+srv.NameNode+dir+"?user="+testsupport.HDFSUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	contract(t, st)
+	// A temp file of a killed writer is hidden from List and removed by
+	// AbortUploads.
+	w, err := srv.Client(t).Create(dir + "/a/.1.json.0123456789ab.objstore-tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	if objs, _ := st.List(t.Context(), "a/"); len(objs) != 1 {
+		t.Fatalf("List(a/) = %+v, want only a/1.json", objs)
+	}
+	if n, err := st.AbortUploads(t.Context()); n != 1 || err != nil {
+		t.Fatalf("AbortUploads = %d, %v; want 1", n, err)
+	}
+}

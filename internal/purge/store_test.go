@@ -1,0 +1,113 @@
+package purge
+
+import (
+	"io/fs"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eventlogging/eventlogging/internal/objstore"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
+)
+
+// uploadTree puts every file under dir into the store of target.
+func uploadTree(t *testing.T, dir, target string) {
+	t.Helper()
+	st, err := objstore.Open(t.Context(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		return st.PutFile(t.Context(), filepath.ToSlash(rel), p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// downloadTree copies every object of target into a new local directory.
+func downloadTree(t *testing.T, target string) string {
+	t.Helper()
+	st, err := objstore.Open(t.Context(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	objs, err := st.List(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, o := range objs {
+		p := filepath.Join(dir, filepath.FromSlash(o.Key))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.GetFile(t.Context(), o.Key, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// `PurgeFiles` on a real S3 store and a real HDFS, with the allow-list:
+// the files read back from the store are exactly those a purge of the same
+// tree on local disk leaves (old partitions without a rule deleted, old
+// ones with a rule rewritten with only the allowed fields, hashed ones
+// hashed, recent ones and the sink's state untouched), and a second run
+// changes nothing.
+func TestPurgeRealStores(t *testing.T) {
+	check := func(t *testing.T, target string) {
+		local := t.TempDir()
+		purgeTree(t, local)
+		uploadTree(t, local, target)
+		if _, err := PurgeFiles(t.Context(), local, testPolicy(t)); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := PurgeFiles(t.Context(), target, testPolicy(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Partitions != 2 || rep.PartitionsDeleted != 1 || rep.PartitionsSanitised != 1 {
+			t.Errorf("report %+v, want 2 old partitions: 1 deleted, 1 sanitised", rep)
+		}
+		want, got := treeSnapshot(t, local), treeSnapshot(t, downloadTree(t, target))
+		if !maps.Equal(got, want) {
+			t.Fatalf("store after purge differs from the local purge:\n got %v\nwant %v", keys(got), keys(want))
+		}
+		sanitised := 0
+		for name := range got {
+			if strings.HasSuffix(name, ".sanitised.jsonl.gz") {
+				sanitised++
+			}
+		}
+		if sanitised != 2 {
+			t.Errorf("%d sanitised files in the store, want 2: %v", sanitised, keys(got))
+		}
+		if _, err := PurgeFiles(t.Context(), target, testPolicy(t)); err != nil {
+			t.Fatal(err)
+		}
+		if again := treeSnapshot(t, downloadTree(t, target)); !maps.Equal(again, got) {
+			t.Errorf("a second purge changed the store")
+		}
+	}
+	t.Run("s3", func(t *testing.T) {
+		srv := testsupport.S3(t)
+		bucket := srv.Bucket(t)
+		t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+		t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+		check(t, "s3://"+bucket+"/events?"+url.Values{"endpoint": {srv.Endpoint}, "region": {srv.Region}, "use_path_style": {"true"}}.Encode())
+	})
+	t.Run("hdfs", func(t *testing.T) {
+		srv := testsupport.HDFS(t)
+		check(t, "hdfs://"+srv.NameNode+srv.Dir(t)+"?user="+testsupport.HDFSUser)
+	})
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
+
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // hourDir is the filesink partition of topic holding instant at.
@@ -46,20 +47,7 @@ func writeJSONL(t *testing.T, path string, recs []map[string]any) {
 // readJSONLFile returns the lines of a gzip JSON-lines file.
 func readJSONLFile(t *testing.T, path string) []string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	return strings.Split(strings.TrimSuffix(testsupport.Gunzip(t, path), "\n"), "\n")
 }
 
 // treeSnapshot maps every file under root to its content.

@@ -1,62 +1,13 @@
 package purge
 
 import (
-	"io/fs"
 	"maps"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/eventlogging/eventlogging/internal/objstore"
 	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
-
-// uploadTree puts every file under dir into the store of target.
-func uploadTree(t *testing.T, dir, target string) {
-	t.Helper()
-	st, err := objstore.Open(t.Context(), target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		return st.PutFile(t.Context(), filepath.ToSlash(rel), p)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// downloadTree copies every object of target into a new local directory.
-func downloadTree(t *testing.T, target string) string {
-	t.Helper()
-	st, err := objstore.Open(t.Context(), target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	objs, err := st.List(t.Context(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, o := range objs {
-		p := filepath.Join(dir, filepath.FromSlash(o.Key))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.GetFile(t.Context(), o.Key, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 // `PurgeFiles` on a real S3 store and a real HDFS, with the allow-list:
 // the files read back from the store are exactly those a purge of the same
@@ -68,7 +19,7 @@ func TestPurgeRealStores(t *testing.T) {
 	check := func(t *testing.T, target string) {
 		local := t.TempDir()
 		purgeTree(t, local)
-		uploadTree(t, local, target)
+		testsupport.UploadTree(t, local, target)
 		if _, err := PurgeFiles(t.Context(), local, testPolicy(t)); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +30,7 @@ func TestPurgeRealStores(t *testing.T) {
 		if rep.Partitions != 2 || rep.PartitionsDeleted != 1 || rep.PartitionsSanitised != 1 {
 			t.Errorf("report %+v, want 2 old partitions: 1 deleted, 1 sanitised", rep)
 		}
-		want, got := treeSnapshot(t, local), treeSnapshot(t, downloadTree(t, target))
+		want, got := treeSnapshot(t, local), treeSnapshot(t, testsupport.DownloadTree(t, target))
 		if !maps.Equal(got, want) {
 			t.Fatalf("store after purge differs from the local purge:\n got %v\nwant %v", keys(got), keys(want))
 		}
@@ -95,7 +46,7 @@ func TestPurgeRealStores(t *testing.T) {
 		if _, err := PurgeFiles(t.Context(), target, testPolicy(t)); err != nil {
 			t.Fatal(err)
 		}
-		if again := treeSnapshot(t, downloadTree(t, target)); !maps.Equal(again, got) {
+		if again := treeSnapshot(t, testsupport.DownloadTree(t, target)); !maps.Equal(again, got) {
 			t.Errorf("a second purge changed the store")
 		}
 	}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -14,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/eventlogging/eventlogging/internal/avrowire"
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // buttonClickAvro is the Avro schema of /analytics/button_click/1.0.0
@@ -132,23 +131,7 @@ func TestAvroSameFilesAsJSON(t *testing.T) {
 	}
 }
 
-func gunzip(t *testing.T, path string) string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+func gunzip(t *testing.T, path string) string { return testsupport.Gunzip(t, path) }
 
 // TestAvroPoison: Avro records that can never be decoded are poison with
 // the reason, and the rest of the batch is written; a registry that

@@ -43,34 +43,6 @@ func hdfsTarget(t *testing.T) (string, testsupport.HDFSServer, string) {
 	return "hdfs://" + srv.NameNode + dir + "?user=" + testsupport.HDFSUser, srv, dir
 }
 
-// download copies every published object of a target (not the sink's
-// state) into a local directory, to check it like a local root.
-func download(t *testing.T, target string) string {
-	t.Helper()
-	st, err := objstore.Open(t.Context(), target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	objs, err := st.List(t.Context(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, o := range objs {
-		if strings.HasPrefix(o.Key, stateDir+"/") {
-			continue
-		}
-		p := filepath.Join(dir, filepath.FromSlash(o.Key))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.GetFile(t.Context(), o.Key, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 // childRemoteEnv passes the target and staging directory to
 // TestRemoteKill9Child.
@@ -178,7 +150,7 @@ func remoteKill9(t *testing.T, target string) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	local := download(t, target)
+	local := testsupport.DownloadTree(t, target, stateDir+"/")
 	p := checkExactlyOnce(t, local, input)
 	checkNoTemps(t, staging)
 	t.Logf("%d records in %d objects, exactly once after 5 kills", len(p.byUUID), len(p.files))
@@ -319,7 +291,7 @@ func TestRemoteStoreStopped(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	p := checkExactlyOnce(t, download(t, target), input)
+	p := checkExactlyOnce(t, testsupport.DownloadTree(t, target, stateDir+"/"), input)
 	out, err := srv.Client(t).ListMultipartUploads(t.Context(), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
 	if err != nil {
 		t.Fatal(err)

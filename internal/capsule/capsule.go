@@ -22,12 +22,23 @@ type Capsule struct {
 	UserAgent string
 	ClientIP  string // per IP policy: hashed, raw, or empty (dropped)
 	Topic     string // the per-schema topic the event is routed to
+
+	// EventJSON, when not nil, is the validated event as compact JSON text
+	// (the client's own bytes, keys in the client's order), written as is
+	// in place of Event.
+	EventJSON []byte
 }
 
-// AppendJSON appends the capsule as one compact JSON object to b.
+// AppendJSON appends the capsule as one compact JSON object to b. The
+// event's key order is not part of the output: EventJSON is written as the
+// client sent it, Event with sorted keys.
 func (c *Capsule) AppendJSON(b []byte) []byte {
 	b = append(b, `{"event":`...)
-	b = AppendValue(b, c.Event)
+	if c.EventJSON != nil {
+		b = append(b, c.EventJSON...)
+	} else {
+		b = AppendValue(b, c.Event)
+	}
 	b = append(b, `,"schema":`...)
 	b = AppendString(b, c.Schema)
 	b = append(b, `,"revision":`...)

@@ -91,12 +91,30 @@ func appendFloat(b []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// special8 reports whether some byte of s (eight bytes) is a quote, a
+// backslash, a control character or not ASCII.
+func special8(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
+	return (zero(x^(ones*'"')) | zero(x^(ones*'\\')) | (x-ones*0x20)&^x&highs | x&highs) != 0
+}
+
 // AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD;
 // '<', '>' and '&' are not escaped (the output is not for HTML).
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none needs a look: no quote,
+		// backslash, control character or non-ASCII byte.
+		for i+8 <= len(s) && !special8(s[i:i+8]) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {

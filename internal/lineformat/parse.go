@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -32,6 +33,23 @@ type Fields struct {
 	Named []Field
 
 	spans []span // scratch: the match of each format element
+	// The last DT and ClientIP, kept across Reset so that a repeated
+	// value is not allocated again.
+	prevDT, prevIP string
+}
+
+// Reset clears fs for the next Parse (or for filling by hand) while keeping
+// its buffers: Capsule's storage, the named fields' storage and their last
+// values (reused when the next line repeats them), and Parse's scratch.
+func (fs *Fields) Reset() {
+	prevDT, prevIP := fs.prevDT, fs.ClientIP
+	if fs.DT != "" {
+		prevDT = fs.DT
+	}
+	if prevIP == "" {
+		prevIP = fs.prevIP
+	}
+	*fs = Fields{Capsule: fs.Capsule[:0], Named: fs.Named[:0], spans: fs.spans, prevDT: prevDT, prevIP: prevIP}
 }
 
 // Field is one named field of a line.
@@ -57,8 +75,10 @@ func (fs *Fields) Lookup(name string) (Field, bool) {
 	return Field{}, false
 }
 
-// span is the match of one format element, line[start:end].
-type span struct{ start, end int }
+// span is the match of one format element, line[start:end]. For a string
+// field, arena is where its new text starts in the line's arena string, or
+// -1 when the field keeps its previous value.
+type span struct{ start, end, arena int }
 
 // Parse parses line by the format into out. It returns nil or a
 // *ParseError: the line does not match (errors.Is(err, ErrNoMatch)), or a
@@ -147,7 +167,7 @@ func (f *Format) matchFast(line []byte, spans []span) (failElem, failPos int, ok
 				return i, p, false
 			}
 		}
-		spans[i] = span{start, p}
+		spans[i] = span{start, p, -1}
 	}
 	return 0, 0, true
 }
@@ -193,7 +213,7 @@ func (f *Format) matchRegexp(line []byte, spans []span) bool {
 	}
 	for i, g := range f.reGroup {
 		if g > 0 {
-			spans[i] = span{loc[2*g], loc[2*g+1]}
+			spans[i] = span{loc[2*g], loc[2*g+1], -1}
 		}
 	}
 	return true
@@ -209,9 +229,17 @@ func (f *Format) diagnose(line []byte, spans []span) error {
 	return &ParseError{Spec: f.format, Excerpt: excerpt(line, 0), Err: ErrNoMatch}
 }
 
-// extract converts the matched text into out.
+// extract converts the matched text into out. The text of the string
+// fields (%D, %h, %{name}s, %{name}i, %{name}d) that differs from the
+// previous line's is copied into one new string, which the fields share.
 func (f *Format) extract(line []byte, spans []span, out *Fields) error {
 	prevDT, prevIP := out.DT, out.ClientIP
+	if prevDT == "" {
+		prevDT = out.prevDT
+	}
+	if prevIP == "" {
+		prevIP = out.prevIP
+	}
 	out.Timestamp, out.HasTimestamp = 0, f.hasTime
 	out.DT, out.ClientIP, out.HasClientIP = "", "", f.hasClientIP
 	if !f.hasCapsule {
@@ -223,6 +251,39 @@ func (f *Format) extract(line []byte, spans []span, out *Fields) error {
 		out.Named = named
 	}
 	out.Named = out.Named[:len(f.names)]
+
+	// The new text of the string fields, in one allocation.
+	var arena string
+	n := 0
+	for i := range f.elems {
+		spans[i].arena = -1
+		if old, ok := f.oldText(i, out, prevDT, prevIP); ok {
+			if text := line[spans[i].start:spans[i].end]; old != string(text) {
+				spans[i].arena = n
+				n += len(text)
+			}
+		}
+	}
+	if n > 0 {
+		var b strings.Builder
+		b.Grow(n)
+		for i := range f.elems {
+			if spans[i].arena >= 0 {
+				b.Write(line[spans[i].start:spans[i].end])
+			}
+		}
+		arena = b.String()
+	}
+	str := func(old string, s span) string {
+		if s.arena < 0 {
+			if text := line[s.start:s.end]; old != string(text) {
+				return string(text) // a name twice in the format
+			}
+			return old
+		}
+		return arena[s.arena : s.arena+s.end-s.start]
+	}
+
 	for i := range f.elems {
 		e := &f.elems[i]
 		s := spans[i]
@@ -246,34 +307,40 @@ func (f *Format) extract(line []byte, spans []span, out *Fields) error {
 			}
 			out.Timestamp = ts
 		case kindDT:
-			out.DT = reuse(prevDT, text)
+			out.DT = str(prevDT, s)
 			if _, err := time.Parse(time.RFC3339, out.DT); err != nil {
 				return newParseError(line, e, s.start, s.end, fmt.Errorf("%w: not RFC 3339", ErrBadTimestamp))
 			}
 		case kindClientIP:
-			out.ClientIP = reuse(prevIP, text)
+			out.ClientIP = str(prevIP, s)
 		case kindString, kindTab:
 			fl := &out.Named[e.slot]
-			*fl = Field{Name: f.names[e.slot], Str: reuse(fl.Str, text)}
+			*fl = Field{Name: f.names[e.slot], Str: str(fl.Str, s)}
 		case kindInt:
 			v, ok := atoi(text)
 			if !ok {
 				return newParseError(line, e, s.start, s.end, ErrIntRange)
 			}
 			fl := &out.Named[e.slot]
-			*fl = Field{Name: f.names[e.slot], Str: reuse(fl.Str, text), Int: v, IsInt: true}
+			*fl = Field{Name: f.names[e.slot], Str: str(fl.Str, s), Int: v, IsInt: true}
 		}
 	}
 	return nil
 }
 
-// reuse returns old when it equals b, else string(b): consecutive lines
-// often repeat a value (the host, the client, the user agent).
-func reuse(old string, b []byte) string {
-	if old == string(b) {
-		return old
+// oldText returns the previous value of element i when it is a string
+// field, the value its text is compared with.
+func (f *Format) oldText(i int, out *Fields, prevDT, prevIP string) (string, bool) {
+	e := &f.elems[i]
+	switch e.kind {
+	case kindDT:
+		return prevDT, true
+	case kindClientIP:
+		return prevIP, true
+	case kindString, kindTab, kindInt:
+		return out.Named[e.slot].Str, true
 	}
-	return string(b)
+	return "", false
 }
 
 // atoi converts ASCII digits to an int64; ok is false on overflow.

@@ -167,8 +167,9 @@ func (p *Processor) RunOffline(ctx context.Context, f *lineformat.Format, r io.R
 		go func() {
 			defer wg.Done()
 			var outs []Output
+			s := &scratch{borrow: true} // this worker's own
 			for c := range work {
-				outs = p.processOfflineChunk(ctx, f, c, outs)
+				outs = p.processOfflineChunk(ctx, s, f, c, outs)
 				c.done <- struct{}{}
 			}
 		}()
@@ -273,15 +274,16 @@ func readOfflineChunks(ctx context.Context, r io.Reader, free <-chan *offlineChu
 }
 
 // processOfflineChunk processes the lines of c into c.out; outs is scratch
-// space, returned for reuse.
-func (p *Processor) processOfflineChunk(ctx context.Context, f *lineformat.Format, c *offlineChunk, outs []Output) []Output {
+// space, returned for reuse. s is the worker's scratch, in borrow mode: a
+// value is copied into c.out before the next line overwrites it.
+func (p *Processor) processOfflineChunk(ctx context.Context, s *scratch, f *lineformat.Format, c *offlineChunk, outs []Output) []Output {
 	start := 0
 	for _, end := range c.ends {
 		// Capacity cut at the line's end: an append to it cannot
 		// overwrite the next line.
 		line := c.data[start:end:end]
 		start = end
-		outs = p.Process(ctx, f, line, nil, outs[:0])
+		outs, _ = p.processWith(ctx, s, f, line, nil, outs[:0])
 		if len(outs) == 1 && outs[0].Topic == p.cfg.ErrorTopic {
 			c.invalid++
 		} else {

@@ -50,6 +50,11 @@ type Processor struct {
 	scratch sync.Pool
 	topicMu sync.RWMutex
 	topicOf map[string]schemaTopics // schema name -> its output topics
+
+	names      interner // registered schema names (fastpath.go)
+	hosts      interner // wiki and webHost values
+	dt         dtCache
+	noFastPath bool // tests: every record takes the general path
 }
 
 type schemaTopics struct {
@@ -82,6 +87,10 @@ func (p *Processor) ErrorTopic() string { return p.cfg.ErrorTopic }
 
 type scratch struct {
 	fields lineformat.Fields
+	out    []byte // the fast path's output, before it is copied
+	// borrow: the fast path's value is out itself, valid until the next
+	// record processed with this scratch (never for pooled scratch).
+	borrow bool
 }
 
 // knownNamed are the capsule fields a line format may carry by name.
@@ -117,7 +126,12 @@ func (p *Processor) Process(ctx context.Context, f *lineformat.Format, raw []byt
 func (p *Processor) processRaw(ctx context.Context, f *lineformat.Format, raw []byte, src *capsule.Source, out []Output) ([]Output, Result) {
 	s := p.scratch.Get().(*scratch)
 	defer p.scratch.Put(s)
-	s.fields = lineformat.Fields{Capsule: s.fields.Capsule[:0], Named: s.fields.Named[:0]}
+	return p.processWith(ctx, s, f, raw, src, out)
+}
+
+// processWith is processRaw with the caller's scratch.
+func (p *Processor) processWith(ctx context.Context, s *scratch, f *lineformat.Format, raw []byte, src *capsule.Source, out []Output) ([]Output, Result) {
+	s.fields.Reset()
 	var fail *failure
 	line := &rawLine{f: f}
 	switch {
@@ -133,7 +147,7 @@ func (p *Processor) processRaw(ctx context.Context, f *lineformat.Format, raw []
 			}
 		}
 	}
-	return p.finish(ctx, &s.fields, raw, line, src, fail, out)
+	return p.finish(ctx, s, raw, line, src, fail, out)
 }
 
 // Meta is what the HTTP intake knows about an event it received, in place
@@ -165,32 +179,30 @@ func (p *Processor) ProcessEvent(ctx context.Context, event []byte, m Meta, out 
 	s := p.scratch.Get().(*scratch)
 	defer p.scratch.Put(s)
 	fl := &s.fields
-	*fl = lineformat.Fields{
-		Capsule:      append(fl.Capsule[:0], event...),
-		Timestamp:    m.Received.Unix(),
-		HasTimestamp: true,
-		ClientIP:     m.ClientIP,
-		HasClientIP:  m.ClientIP != "",
-		Named: append(fl.Named[:0],
-			lineformat.Field{Name: "recvFrom", Str: m.RecvFrom},
-			lineformat.Field{Name: "seqId", Int: m.SeqID, IsInt: true},
-			lineformat.Field{Name: "userAgent", Str: m.UserAgent},
-		),
-	}
+	fl.Reset()
+	fl.Capsule = append(fl.Capsule, event...)
+	fl.Timestamp, fl.HasTimestamp = m.Received.Unix(), true
+	fl.ClientIP, fl.HasClientIP = m.ClientIP, m.ClientIP != ""
+	fl.Named = append(fl.Named,
+		lineformat.Field{Name: "recvFrom", Str: m.RecvFrom},
+		lineformat.Field{Name: "seqId", Int: m.SeqID, IsInt: true},
+		lineformat.Field{Name: "userAgent", Str: m.UserAgent},
+	)
 	var fail *failure
 	if len(event) > p.cfg.MaxEventBytes {
 		fail = processorFailure("event of %d bytes exceeds the %d-byte limit", len(event), p.cfg.MaxEventBytes)
 	}
-	return p.finish(ctx, fl, event, nil, nil, fail, out)
+	return p.finish(ctx, s, event, nil, nil, fail, out)
 }
 
 // finish builds and routes one parsed record (or its EventError). line is
 // nil for events from the HTTP intake (raw is then the JSON event).
-func (p *Processor) finish(ctx context.Context, fl *lineformat.Fields, raw []byte, line *rawLine, src *capsule.Source, fail *failure, out []Output) ([]Output, Result) {
+func (p *Processor) finish(ctx context.Context, s *scratch, raw []byte, line *rawLine, src *capsule.Source, fail *failure, out []Output) ([]Output, Result) {
+	fl := &s.fields
 	c := &capsule.Capsule{Revision: -1}
 	var r route
 	if fail == nil {
-		r, fail = p.build(ctx, fl, c)
+		r, fail = p.build(ctx, s, c)
 	}
 	if fail != nil {
 		p.cfg.Metrics.count(fail.label, fail.code)
@@ -256,7 +268,12 @@ func processorFailure(format string, args ...any) *failure {
 // build decodes, merges, resolves and validates a parsed record into c and
 // returns its route, or the failure (c then holds what was learnt, for the
 // EventError's schema and revision).
-func (p *Processor) build(ctx context.Context, fl *lineformat.Fields, c *capsule.Capsule) (route, *failure) {
+func (p *Processor) build(ctx context.Context, s *scratch, c *capsule.Capsule) (route, *failure) {
+	fl := &s.fields
+	if r, ok := p.buildFast(ctx, fl, c, s); ok {
+		return r, nil
+	}
+	*c = capsule.Capsule{Revision: -1}
 	if !utf8.Valid(fl.Capsule) {
 		return route{}, processorFailure("decode capsule: invalid UTF-8")
 	}
@@ -471,7 +488,7 @@ func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, clie
 	case haveTS:
 		c.UUID = capsule.UUID(c.RecvFrom, c.SeqID, c.Timestamp)
 		if c.DT == "" {
-			c.DT = capsule.FormatDT(time.Unix(c.Timestamp, 0))
+			c.DT = p.dt.format(c.Timestamp)
 		}
 	case c.DT != "":
 		t, err := time.Parse(time.RFC3339Nano, c.DT)

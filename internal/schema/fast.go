@@ -62,6 +62,13 @@ type fastNode struct {
 	pattern                    jsonschema.Regexp
 	minimum, maximum           *bound
 	exclusiveMin, exclusiveMax *bound
+
+	// For the byte walker (fastjson.go): props and required by name, and
+	// the bits of the required names.
+	members   map[string]member
+	table     *memberTable // members, for the byte walker's lookups
+	reqMask   uint64
+	slotsFull bool // more than 64 names: members has no slots
 }
 
 // bound is a numeric limit, with its int64 form when it has one.
@@ -182,6 +189,7 @@ func (b *fastBuilder) node(s *jsonschema.Schema) *fastNode {
 	if s.Items2020 != nil {
 		n.items = child(s.Items2020)
 	}
+	n.indexMembers()
 	return n
 }
 

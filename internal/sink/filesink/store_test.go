@@ -43,7 +43,6 @@ func hdfsTarget(t *testing.T) (string, testsupport.HDFSServer, string) {
 	return "hdfs://" + srv.NameNode + dir + "?user=" + testsupport.HDFSUser, srv, dir
 }
 
-
 // childRemoteEnv passes the target and staging directory to
 // TestRemoteKill9Child.
 const childRemoteEnv = "FILESINK_REMOTE_KILL_CHILD"

@@ -79,8 +79,7 @@ func (p *Purge) once(ctx context.Context) error {
 		if err != nil {
 			return errors.Join(append(errs, err)...)
 		}
-		rep, err := purge.PurgeIceberg(ctx, s, p.pol)
-		p.report("iceberg", rep)
+		err = p.purgeIceberg(ctx, s)
 		errs = append(errs, err, s.Close())
 	}
 	return errors.Join(errs...)
@@ -96,4 +95,38 @@ func (p *Purge) report(what string, r purge.Report) {
 	for _, a := range r.Actions {
 		fmt.Fprintln(p.Out, "  "+strings.TrimSpace(a))
 	}
+}
+
+// purgeIceberg applies the policy to the Iceberg sink's tables: old hours
+// of tables without a rule deleted, the others sanitised, one snapshot per
+// table (icebergsink.Sink.PurgeOld). A legacy table's rule is its
+// schema's, an Event Platform table's its stream's. A dry run reports the
+// cutoff and changes nothing (the tables are not inspected).
+func (p *Purge) purgeIceberg(ctx context.Context, s *icebergsink.Sink) error {
+	cutoff, sanitiser, err := p.pol.TableRules()
+	if err != nil {
+		return err
+	}
+	if p.pol.DryRun {
+		_, _ = fmt.Fprintf(p.Out, "iceberg (dry run): hours before %s would be deleted, or sanitised in the tables of schemas with a rule\n", cutoff.Format("2006-01-02T15:04Z"))
+		return nil
+	}
+	rep, err := s.PurgeOld(ctx, cutoff, func(t icebergsink.TableInfo) icebergsink.Sanitiser {
+		name := t.Schema
+		if name == "" {
+			name = t.Stream
+		}
+		if f := sanitiser(name); f != nil {
+			return f
+		}
+		return nil
+	})
+	_, _ = fmt.Fprintf(p.Out, "iceberg: %d tables with old hours deleted, %d sanitised (%d files rewritten, %d rows sanitised)\n",
+		len(rep.Deleted), len(rep.Sanitised), rep.FilesRewritten, rep.RowsSanitised)
+	if err != nil {
+		return fmt.Errorf("purge: iceberg: %w", err)
+	}
+	p.d.Logger.Info("iceberg tables purged", "before", cutoff, "tables_deleted_from", rep.Deleted, "tables_sanitised", rep.Sanitised,
+		"files_rewritten", rep.FilesRewritten, "rows_sanitised", rep.RowsSanitised)
+	return nil
 }

@@ -2,10 +2,11 @@
 # The whole test suite, from a fresh machine: installs what the tests need
 # (kcat, curl, MariaDB, PostgreSQL, Prometheus' promtool, Chromium, PHP and
 # systemd-analyze from Debian, helm and the Versity S3 Gateway from their Go
-# modules, Apache Kafka and Hadoop's HDFS minicluster from Maven Central,
-# Confluent's Python client from PyPI), starts a real Kafka broker, real
-# MariaDB and PostgreSQL servers, an S3-compatible store (scripts/s3.sh) and
-# HDFS (scripts/hdfs.sh), runs the linters and every Go test against them,
+# modules, Apache Kafka, Hadoop's HDFS minicluster and Iceberg's REST catalog
+# fixture from Maven Central, Confluent's Python client from PyPI), starts a
+# real Kafka broker, real MariaDB and PostgreSQL servers, an S3-compatible
+# store (scripts/s3.sh), HDFS (scripts/hdfs.sh) and an Iceberg REST catalog
+# (scripts/iceberg-rest.sh), runs the linters and every Go test against them,
 # stops them.
 #
 #   scripts/test.sh            everything
@@ -77,7 +78,8 @@ if ! cmp -s "$reqs" "$venv/requirements.txt" 2>/dev/null; then
 fi
 export EVENTLOGGING_PYTHON="$venv/bin/python"
 
-# 4. Real Kafka broker, MariaDB, PostgreSQL, S3 store and HDFS for the integration tests.
+# 4. Real Kafka broker, MariaDB, PostgreSQL, S3 store, HDFS and Iceberg REST catalog
+# for the integration tests.
 # Their fixed ports (and the fault tests' brokers, 39000-39999) lie inside
 # Linux's ephemeral range (32768-60999): a client connection could be given
 # one as its local port just before a server binds it, which then dies with
@@ -86,7 +88,7 @@ export EVENTLOGGING_PYTHON="$venv/bin/python"
 reserved=/proc/sys/net/ipv4/ip_local_reserved_ports
 if [ -w "$reserved" ]; then
 	cur=$(cat "$reserved")
-	printf '%s\n' "${cur:+$cur,}33306,35432,${EVENTLOGGING_HDFS_PORT:-38020},${EVENTLOGGING_HDFS_HTTP_PORT:-38070},${EVENTLOGGING_S3_PORT:-38333},39000-39999" >"$reserved" ||
+	printf '%s\n' "${cur:+$cur,}33306,35432,${EVENTLOGGING_HDFS_PORT:-38020},${EVENTLOGGING_HDFS_HTTP_PORT:-38070},${EVENTLOGGING_S3_PORT:-38333},${EVENTLOGGING_ICEBERG_REST_PORT:-38181},39000-39999" >"$reserved" ||
 		log "could not reserve the servers' ports in $reserved"
 fi
 scripts/kafka.sh fetch
@@ -94,7 +96,7 @@ hdfs_env=$(mktemp) hdfs_pid=
 # The fault tests start and stop brokers of their own (a 3-node cluster,
 # a broker on 39592); they stop them when they end, and so does this trap
 # (after HDFS's start, should it still run, has ended).
-trap '{ [ -z "$hdfs_pid" ] || wait "$hdfs_pid" || true; } 2>/dev/null; rm -f "$hdfs_env"; scripts/hdfs.sh stop || true; scripts/s3.sh stop || true; scripts/db.sh stop || true; KAFKA_SCRAM=1 KAFKA_PORT=39692 scripts/kafka.sh stop || true; scripts/kafka-cluster.sh stop || true; KAFKA_PORT=39592 scripts/kafka.sh stop || true; scripts/kafka.sh stop || true' EXIT
+trap '{ [ -z "$hdfs_pid" ] || wait "$hdfs_pid" || true; } 2>/dev/null; rm -f "$hdfs_env"; scripts/iceberg-rest.sh stop || true; scripts/hdfs.sh stop || true; scripts/s3.sh stop || true; scripts/db.sh stop || true; KAFKA_SCRAM=1 KAFKA_PORT=39692 scripts/kafka.sh stop || true; scripts/kafka-cluster.sh stop || true; KAFKA_PORT=39592 scripts/kafka.sh stop || true; scripts/kafka.sh stop || true' EXIT
 # HDFS (a JVM, several seconds) starts while Kafka and the databases do; its
 # installation (Hadoop's jars with Maven, pinned in scripts/hdfs/pom.xml) too.
 scripts/hdfs.sh start --fresh >"$hdfs_env" &
@@ -134,6 +136,19 @@ elif [ "${CI:-}" = true ]; then
 	exit 1
 else
 	log "HDFS did not start: its tests will skip"
+fi
+# The Iceberg REST catalog (internal/testsupport IcebergREST): Apache Iceberg's
+# REST catalog fixture, its jars fetched with Maven (pinned in
+# scripts/iceberg-rest/pom.xml) once HDFS's are, which it shares.
+if icebergenv=$(scripts/iceberg-rest.sh start --fresh); then
+	eval "$icebergenv"
+	export EVENTLOGGING_ICEBERG_REST_URL EVENTLOGGING_ICEBERG_REST_WAREHOUSE
+	log "Iceberg REST catalog at $EVENTLOGGING_ICEBERG_REST_URL"
+elif [ "${CI:-}" = true ]; then
+	log "the Iceberg REST catalog did not start"
+	exit 1
+else
+	log "the Iceberg REST catalog did not start: its tests will skip"
 fi
 
 # 5. Build, lint, test. The last lines are go test's summary.

@@ -49,7 +49,7 @@ var (
 		func(c *config.Config, v string) { c.Sink.Files = v }}
 	flagSinkFilesStaging = keyFlag{"files-staging", "local directory of files being written for an s3:// or hdfs:// target (sink.files_staging)",
 		func(c *config.Config, v string) { c.Sink.FilesStaging = v }}
-	flagIcebergCatalog = keyFlag{"iceberg-catalog", "Iceberg SQL catalog (sink.iceberg_catalog): sqlite:///PATH or postgresql://…",
+	flagIcebergCatalog = keyFlag{"iceberg-catalog", "Iceberg catalog (sink.iceberg_catalog): sqlite:///PATH, postgresql://… or a REST catalog http(s)://…",
 		func(c *config.Config, v string) { c.Sink.IcebergCatalog = v }}
 	flagIcebergWarehouse = keyFlag{"iceberg-warehouse", "Iceberg warehouse (sink.iceberg_warehouse): a directory or s3://BUCKET/PREFIX?…",
 		func(c *config.Config, v string) { c.Sink.IcebergWarehouse = v }}

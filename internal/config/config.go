@@ -164,9 +164,10 @@ type Sink struct {
 	// hours (writes _SUCCESS) this long after they end.
 	FileMaxAge time.Duration `yaml:"file_max_age"`
 	Lateness   time.Duration `yaml:"lateness"`
-	// IcebergCatalog is the Iceberg SQL catalog of the Iceberg sink:
-	// sqlite:///PATH or postgresql://USER:PASS@HOST:PORT/DB; empty: no
-	// Iceberg sink. See docs/iceberg.md.
+	// IcebergCatalog is the Iceberg sink's catalog: a SQL catalog,
+	// sqlite:///PATH or postgresql://USER:PASS@HOST:PORT/DB, or a REST
+	// catalog, http(s)://HOST/PATH (credentials: docs/iceberg.md); empty:
+	// no Iceberg sink.
 	IcebergCatalog string `yaml:"iceberg_catalog"`
 	// IcebergWarehouse is where the tables' data and metadata files go: a
 	// local path, file:///PATH, or s3://BUCKET/PREFIX?endpoint=…&region=…&use_path_style=true

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -25,14 +26,25 @@ import (
 )
 
 // freeAddr returns a loopback address with a free port.
+//
+// The port is drawn below Linux's ephemeral range (32768–60999): a port the
+// kernel handed out (":0") is free only until the next outgoing connection
+// of any process on the machine takes it as its local port, which happened
+// between freeAddr and the child process's listen while other packages'
+// tests ran. Below the range only other listeners compete.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", addr)
+		if err != nil {
+			continue
+		}
+		_ = ln.Close()
+		return addr
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port in 20000-31999 after 100 tries")
+	return ""
 }
 
 // service is one eventlogging OS process started by a test.

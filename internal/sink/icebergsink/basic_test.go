@@ -9,55 +9,60 @@ import (
 )
 
 // Capsules of two partitions over three hours land in one table, once
-// each, partitioned by hour, with the offsets in the snapshot summary.
+// each, partitioned by hour, with the offsets in the snapshot summary; on
+// every catalog (envs).
 func TestWriteCapsules(t *testing.T) {
-	e := sqliteEnv(t)
-	s := openSink(t, e.config(t))
-	input := spread("eventlogging_Test", 2, 300, 3)
-	if p := feed(t, s, input, 100); len(p) != 0 {
-		t.Fatalf("poison: %v", p)
-	}
-	if err := s.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	tbl := loadTable(t, s, "Test")
-	rows := scanRows(t, tbl)
-	if len(rows) != 600 {
-		t.Fatalf("rows = %d, want 600", len(rows))
-	}
-	byUUID := countBy(rows, "uuid")
-	for _, r := range input {
-		if n := byUUID[testUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
-			t.Fatalf("uuid of %d/%d seen %d times", r.Partition, r.Offset, n)
-		}
-	}
-	snap := tbl.CurrentSnapshot()
-	if got := snap.Summary.Properties[PropOffsets]; got != `{"eventlogging_Test":{"0":299,"1":299}}` {
-		t.Errorf("%s = %s", PropOffsets, got)
-	}
-	if got := snap.Summary.Properties[PropComplete]; got != `{"eventlogging_Test":{"0":299,"1":299}}` {
-		t.Errorf("%s = %s", PropComplete, got)
-	}
-	if !strings.Contains(tbl.Spec().String(), "hour") {
-		t.Errorf("spec %s", tbl.Spec())
-	}
-	r0 := rows[0]
-	ev, _ := r0["event"].(map[string]any)
-	if ev["action"] != "click" || ev["tags"] != `["a","b"]` {
-		t.Errorf("row %v", r0)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// Reopened: resumes after what the snapshots say.
-	s2 := openSink(t, e.config(t))
-	defer s2.Close()
-	offs, err := s2.StartOffsets(t.Context(), map[string][]int32{"eventlogging_Test": {0, 1, 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o := offs["eventlogging_Test"]; o[0] != 300 || o[1] != 300 || o[2] != 0 {
-		t.Errorf("start offsets %v", o)
+	for _, ev := range envs {
+		t.Run(ev.name, func(t *testing.T) {
+			e := ev.new(t)
+			s := openSink(t, e.config(t))
+			input := spread("eventlogging_Test", 2, 300, 3)
+			if p := feed(t, s, input, 100); len(p) != 0 {
+				t.Fatalf("poison: %v", p)
+			}
+			if err := s.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			tbl := loadTable(t, s, "Test")
+			rows := scanRows(t, tbl)
+			if len(rows) != 600 {
+				t.Fatalf("rows = %d, want 600", len(rows))
+			}
+			byUUID := countBy(rows, "uuid")
+			for _, r := range input {
+				if n := byUUID[testUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
+					t.Fatalf("uuid of %d/%d seen %d times", r.Partition, r.Offset, n)
+				}
+			}
+			snap := tbl.CurrentSnapshot()
+			if got := snap.Summary.Properties[PropOffsets]; got != `{"eventlogging_Test":{"0":299,"1":299}}` {
+				t.Errorf("%s = %s", PropOffsets, got)
+			}
+			if got := snap.Summary.Properties[PropComplete]; got != `{"eventlogging_Test":{"0":299,"1":299}}` {
+				t.Errorf("%s = %s", PropComplete, got)
+			}
+			if !strings.Contains(tbl.Spec().String(), "hour") {
+				t.Errorf("spec %s", tbl.Spec())
+			}
+			r0 := rows[0]
+			ev, _ := r0["event"].(map[string]any)
+			if ev["action"] != "click" || ev["tags"] != `["a","b"]` {
+				t.Errorf("row %v", r0)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Reopened: resumes after what the snapshots say.
+			s2 := openSink(t, e.config(t))
+			defer s2.Close()
+			offs, err := s2.StartOffsets(t.Context(), map[string][]int32{"eventlogging_Test": {0, 1, 2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := offs["eventlogging_Test"]; o[0] != 300 || o[1] != 300 || o[2] != 0 {
+				t.Errorf("start offsets %v", o)
+			}
+		})
 	}
 }
 

@@ -145,7 +145,7 @@ func (s *Sink) commitTable(ctx context.Context, ts *tableState, processed, compl
 			// drops what was committed.
 			return fmt.Errorf("icebergsink: table %s: commit: %w", ts.name, err)
 		}
-		s.log.Info("iceberg commit conflicted with another writer; retrying", "table", ts.name, "attempt", attempt)
+		s.log.Info("iceberg commit conflicted with another writer; retrying", "table", ts.name, "attempt", attempt, "err", err)
 		s.removeFiles(ctx, tbl, files)
 		select {
 		case <-ctx.Done():
@@ -173,7 +173,12 @@ func checkNoReplay(tbl *table.Table) error {
 // again on the refreshed table. iceberg-go's SQL catalog wraps
 // table.ErrCommitFailed when the metadata location moved under it, but
 // returns the requirement check's error ("requirement failed: branch
-// \"main\" has changed: …") unwrapped when it saw the change earlier.
+// \"main\" has changed: …") unwrapped when it saw the change earlier. Its
+// REST catalog turns the server's HTTP 409 (CommitFailedException: a
+// requirement such as the branch's snapshot id failed) into
+// rest.ErrCommitFailed, which wraps table.ErrCommitFailed; a 5xx is
+// rest.ErrCommitStateUnknown, not a conflict: the commit fails, and the
+// next attempt reloads the table and drops what was committed.
 func isConflict(err error) bool {
 	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(err.Error(), "requirement failed:")
 }

@@ -12,8 +12,9 @@ import (
 
 var errCrash = errors.New("simulated crash")
 
-// envs are the catalogs the crash tests run on: SQLite, and PostgreSQL
-// when configured (dbtest skips locally, fails under CI=true otherwise).
+// envs are the catalogs the behaviour tests run on: SQLite, PostgreSQL
+// and the REST catalog when configured (dbtest and testsupport skip
+// locally, fail under CI=true otherwise).
 var envs = []struct {
 	name string
 	new  func(t *testing.T) env
@@ -23,6 +24,7 @@ var envs = []struct {
 		_, dsn := dbtest.Postgres(t)
 		return env{catalog: dsn, warehouse: t.TempDir(), schemas: testSchemas(t)}
 	}},
+	{"rest", func(t *testing.T) env { return restEnv(t) }},
 }
 
 // mixed is a batch for two tables (Test and analytics_button_click) from

@@ -10,7 +10,9 @@
 //
 // The catalog is Iceberg's SQL catalog (the JDBC catalog's tables
 // iceberg_tables and iceberg_namespace_properties) on SQLite or PostgreSQL,
-// reached through iceberg-go's catalog/sql. Tables live in
+// reached through iceberg-go's catalog/sql, or a REST catalog (an
+// http(s):// URL, iceberg-go's catalog/rest; credentials from the URL's
+// user info or the environment, never logged). Tables live in
 // Config.Namespace ("eventlogging"):
 //
 //   - a legacy EventLogging capsule ("schema", "revision", "event") goes to

@@ -20,6 +20,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/schema"
 	"github.com/eventlogging/eventlogging/internal/sink"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // base is the hour the tests' data starts in.
@@ -177,7 +178,8 @@ func (c *clock) Add(d time.Duration) {
 type env struct {
 	catalog   string // URI
 	warehouse string
-	dbPath    string // SQLite file, "" for PostgreSQL
+	dbPath    string // SQLite file, "" for PostgreSQL and REST
+	namespace string // "": the default
 	schemas   Schemas
 }
 
@@ -191,7 +193,16 @@ func sqliteEnv(t testing.TB) env {
 
 // config is a Config for e, with a long commit interval (tests Flush).
 func (e env) config(t testing.TB) Config {
-	return Config{Catalog: e.catalog, Warehouse: e.warehouse, Schemas: e.schemas, Logger: testLogger(t), CommitInterval: time.Hour}
+	return Config{Catalog: e.catalog, Warehouse: e.warehouse, Namespace: e.namespace, Schemas: e.schemas, Logger: testLogger(t), CommitInterval: time.Hour}
+}
+
+// restEnv is a namespace of its own in the test Iceberg REST catalog
+// (testsupport skips locally, fails under CI=true without one), whose
+// warehouse is the server's.
+func restEnv(t testing.TB) env {
+	t.Helper()
+	srv := testsupport.IcebergREST(t)
+	return env{catalog: srv.URL, warehouse: srv.Warehouse, namespace: srv.Namespace("eventlogging"), schemas: testSchemas(t)}
 }
 
 // openSink opens a sink or fails the test.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
+	restcat "github.com/apache/iceberg-go/catalog/rest"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	icebergio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers the s3:// warehouse IO
@@ -60,20 +62,33 @@ type AvroDecoder interface {
 
 // Config configures a Sink. Zero values take the documented defaults.
 type Config struct {
-	// Catalog is the URI of the Iceberg SQL catalog (the tables of the
-	// JDBC catalog, shared with PyIceberg's SqlCatalog, Spark and Trino);
-	// required:
+	// Catalog is the URI of the Iceberg catalog; required. The SQL catalog
+	// (the tables of the JDBC catalog, shared with PyIceberg's SqlCatalog,
+	// Spark and Trino):
 	//   - sqlite:///PATH: a SQLite file, SQLAlchemy's spelling (PATH is
 	//     relative unless it starts with "/": sqlite:////var/lib/x.db);
 	//   - postgresql://user:pass@host:port/db?sslmode=… (or postgres://).
 	// The catalog tables (iceberg_tables, iceberg_namespace_properties) are
-	// created when missing.
+	// created when missing. Or the REST catalog:
+	//   - http(s)://[CLIENT_ID:SECRET@]HOST[:PORT][/PATH][?prefix=P&scope=S&oauth2-server-uri=URL]:
+	//     the catalog's base URL (requests go to /PATH/v1/…). Credentials:
+	//     the URL's user info, or the environment variable
+	//     EVENTLOGGING_ICEBERG_REST_CREDENTIAL, is an OAuth2 client
+	//     credential (CLIENT_ID:SECRET or SECRET, exchanged at the catalog's
+	//     v1/oauth/tokens or oauth2-server-uri); EVENTLOGGING_ICEBERG_REST_TOKEN
+	//     is a bearer token used as is (it wins over a credential). They
+	//     are never logged: messages show the URL redacted.
 	Catalog string
 	// CatalogName is the catalog_name the rows of the catalog tables carry;
 	// readers must use the same name (PyIceberg: SqlCatalog("eventlogging",
-	// …)). Default "eventlogging".
+	// …)). Default "eventlogging". (A REST catalog's name is only the
+	// client's.)
 	CatalogName string
-	// Warehouse is where new tables' data and metadata files go; required:
+	// Warehouse is where new tables' data and metadata files go; required.
+	// For a REST catalog it is sent as the catalog's "warehouse" (a
+	// location or a warehouse name, as the server defines it: where tables
+	// go is the server's choice), verbatim except that an s3:// URL's
+	// parameters below configure the sink's own S3 IO. Otherwise:
 	// a local directory path or a file:// URL, or an S3 bucket,
 	// s3://BUCKET/PREFIX?endpoint=URL&region=R&use_path_style=true (the
 	// parameters optional, as for the file sink), with credentials from
@@ -171,11 +186,11 @@ func (ts *tableState) setTable(tbl *table.Table) {
 // sink.Resumer and sink.Maintainer. Its methods are safe for concurrent
 // use; they serialise on one mutex.
 type Sink struct {
-	cfg Config
-	log *slog.Logger
-	db  *sql.DB
-	cat *sqlcat.Catalog
-	ns  table.Identifier
+	cfg      Config
+	log      *slog.Logger
+	cat      catalog.Catalog
+	closeCat func() error // closes cat (and a SQL catalog's database)
+	ns       table.Identifier
 
 	mu       sync.Mutex
 	versions map[string]*version
@@ -235,33 +250,160 @@ func Open(cfg Config) (*Sink, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	props, err := warehouseProps(cfg.Warehouse)
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	cat, closeCat, err := openCatalog(ctx, cfg)
 	if err != nil {
 		return nil, err
-	}
-	db, dialect, err := openCatalogDB(cfg.Catalog)
-	if err != nil {
-		return nil, err
-	}
-	cat, err := sqlcat.NewCatalog(cfg.CatalogName, db, dialect, props)
-	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("icebergsink: open catalog: %w", err)
 	}
 	s := &Sink{
-		cfg: cfg, log: cfg.Logger.With("component", "icebergsink"), db: db, cat: cat,
+		cfg: cfg, log: cfg.Logger.With("component", "icebergsink"), cat: cat, closeCat: closeCat,
 		ns:       catalog.ToIdentifier(cfg.Namespace),
 		versions: map[string]*version{}, tables: map[string]*tableState{},
 		parts: map[tp]*partState{}, complete: map[tp]int64{},
 		lastCommit: cfg.Now(),
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
-	defer cancel()
 	if err := cat.CreateNamespace(ctx, s.ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		_ = s.closeCatalog()
 		return nil, fmt.Errorf("icebergsink: create namespace %s: %w", cfg.Namespace, err)
 	}
 	return s, nil
+}
+
+// openCatalog opens the catalog of cfg.Catalog: the REST catalog for an
+// http(s):// URL, the SQL catalog otherwise. The function closes it.
+func openCatalog(ctx context.Context, cfg Config) (catalog.Catalog, func() error, error) {
+	if isREST(cfg.Catalog) {
+		cat, err := openREST(ctx, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cat, cat.Close, nil
+	}
+	props, err := warehouseProps(cfg.Warehouse)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, dialect, err := openCatalogDB(cfg.Catalog)
+	if err != nil {
+		return nil, nil, err
+	}
+	cat, err := sqlcat.NewCatalog(cfg.CatalogName, db, dialect, props)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("icebergsink: open catalog: %w", err)
+	}
+	return cat, func() error { return errors.Join(cat.Close(), db.Close()) }, nil
+}
+
+// The environment variables with a REST catalog's credentials (when its
+// URL has no user info).
+const (
+	// EnvRESTCredential is an OAuth2 client credential, CLIENT_ID:SECRET
+	// (or SECRET alone), exchanged for a token at the catalog's
+	// v1/oauth/tokens (or the URL's oauth2-server-uri).
+	EnvRESTCredential = "EVENTLOGGING_ICEBERG_REST_CREDENTIAL"
+	// EnvRESTToken is a bearer token sent as is.
+	EnvRESTToken = "EVENTLOGGING_ICEBERG_REST_TOKEN"
+)
+
+// isREST reports whether a catalog URI names a REST catalog.
+func isREST(uri string) bool {
+	return strings.HasPrefix(uri, "http://") || strings.HasPrefix(uri, "https://")
+}
+
+// openREST opens the REST catalog at cfg.Catalog: the URL without its user
+// info and query is the base URL; the user info (or EnvRESTCredential) is
+// the OAuth2 client credential, EnvRESTToken a bearer token; the query's
+// prefix, scope and oauth2-server-uri are iceberg-go's options of those
+// names. Errors show the URL redacted.
+func openREST(ctx context.Context, cfg Config) (*restcat.Catalog, error) {
+	shown := redactREST(cfg.Catalog)
+	u, err := url.Parse(cfg.Catalog)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("icebergsink: catalog %q: want http(s)://HOST[:PORT][/PATH]", shown)
+	}
+	var opts []restcat.Option
+	q := u.Query()
+	for k, vs := range q {
+		v := vs[0]
+		switch k {
+		case "prefix":
+			opts = append(opts, restcat.WithPrefix(v))
+		case "scope":
+			opts = append(opts, restcat.WithScope(v))
+		case "oauth2-server-uri":
+			au, err := url.Parse(v)
+			if err != nil || (au.Scheme != "http" && au.Scheme != "https") || au.Host == "" {
+				return nil, fmt.Errorf("icebergsink: catalog %q: oauth2-server-uri: want an http(s) URL", shown)
+			}
+			opts = append(opts, restcat.WithAuthURI(au))
+		default:
+			return nil, fmt.Errorf("icebergsink: catalog %q: unknown parameter %q (want prefix, scope, oauth2-server-uri)", shown, k)
+		}
+	}
+	switch {
+	case u.User != nil:
+		cred := u.User.Username()
+		if p, ok := u.User.Password(); ok {
+			cred += ":" + p
+		}
+		opts = append(opts, restcat.WithCredential(cred))
+	case os.Getenv(EnvRESTCredential) != "":
+		opts = append(opts, restcat.WithCredential(os.Getenv(EnvRESTCredential)))
+	}
+	if tok := os.Getenv(EnvRESTToken); tok != "" {
+		opts = append(opts, restcat.WithOAuthToken(tok))
+	}
+	props := iceberg.Properties{"warehouse": cfg.Warehouse}
+	if strings.HasPrefix(cfg.Warehouse, "s3://") {
+		if props, err = warehouseProps(cfg.Warehouse); err != nil {
+			return nil, err
+		}
+	}
+	opts = append(opts, restcat.WithWarehouseLocation(props["warehouse"]))
+	delete(props, "warehouse")
+	if len(props) > 0 {
+		opts = append(opts, restcat.WithAdditionalProps(props))
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	cat, err := restcat.NewCatalog(ctx, cfg.CatalogName, u.String(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("icebergsink: open REST catalog %s: %w", shown, scrub(err, cfg.Catalog))
+	}
+	return cat, nil
+}
+
+// redactREST is a REST catalog URL as messages show it: the password
+// replaced by "xxxxx", or the whole user info when it is a secret alone.
+func redactREST(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "(unparsable URI)"
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); !ok {
+			u.User = url.User("xxxxx")
+		}
+	}
+	return u.Redacted()
+}
+
+// scrub replaces a URI's secret (the password, or a user info without
+// one) in an error's text by "xxxxx", should a library have put it there.
+func scrub(err error, uri string) error {
+	u, perr := url.Parse(uri)
+	if perr != nil || u.User == nil {
+		return err
+	}
+	secret, ok := u.User.Password()
+	if !ok {
+		secret = u.User.Username()
+	}
+	if secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), secret, "xxxxx"))
 }
 
 // openCatalogDB opens the database of a catalog URI.
@@ -285,7 +427,7 @@ func openCatalogDB(uri string) (*sql.DB, sqlcat.SupportedDialect, error) {
 		}
 		return db, sqlcat.Postgres, nil
 	}
-	return nil, "", fmt.Errorf("icebergsink: catalog %q: want sqlite:///PATH or postgresql://…", redact(uri))
+	return nil, "", fmt.Errorf("icebergsink: catalog %q: want sqlite:///PATH, postgresql://… or http(s)://… (REST)", redact(uri))
 }
 
 // redact hides a URI's password.
@@ -496,7 +638,7 @@ func (s *Sink) Close() error {
 }
 
 func (s *Sink) closeCatalog() error {
-	return errors.Join(s.cat.Close(), s.db.Close())
+	return s.closeCat()
 }
 
 // StartOffsets commits the buffered rows, then returns, for each assigned

@@ -116,6 +116,13 @@ type Config struct {
 	// partitions that ended longer ago than this are compacted; default
 	// 1 hour.
 	CompactAfter time.Duration
+	// SnapshotRetention: after each compaction, Maintain expires the
+	// snapshots older than this (ExpireSnapshots), keeping the newest
+	// SnapshotsKept whatever their age; default 7 days; negative: never.
+	SnapshotRetention time.Duration
+	// SnapshotsKept is the number of newest snapshots expiry keeps;
+	// default 10 (at least 1).
+	SnapshotsKept int
 	// Schemas resolves event schemas; required to write (PurgeOld,
 	// Compact and ExpireSnapshots work without it).
 	Schemas Schemas
@@ -243,6 +250,12 @@ func Open(cfg Config) (*Sink, error) {
 	}
 	if cfg.CompactAfter <= 0 {
 		cfg.CompactAfter = DefaultCompactAfter
+	}
+	if cfg.SnapshotRetention == 0 {
+		cfg.SnapshotRetention = DefaultSnapshotRetention
+	}
+	if cfg.SnapshotsKept <= 0 {
+		cfg.SnapshotsKept = DefaultSnapshotsKept
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -580,7 +593,8 @@ func (s *Sink) due() bool {
 // Maintain commits the buffered rows when CommitInterval elapsed, so a
 // quiet topic's rows become visible without waiting for the next batch,
 // and every Config.CompactEvery commit rounds compacts the tables' hours
-// that ended more than Config.CompactAfter ago (Compact), without holding
+// that ended more than Config.CompactAfter ago (Compact), then expires the
+// snapshots older than Config.SnapshotRetention (ExpireSnapshots), without holding
 // up WriteRecords meanwhile. sink.Run calls it on a timer.
 func (s *Sink) Maintain(ctx context.Context) error {
 	s.mu.Lock()
@@ -600,8 +614,13 @@ func (s *Sink) Maintain(ctx context.Context) error {
 	if err != nil || !compact {
 		return err
 	}
-	_, err = s.Compact(ctx, s.cfg.CompactAfter)
-	return err
+	if _, err = s.Compact(ctx, s.cfg.CompactAfter); err != nil {
+		return err
+	}
+	if s.cfg.SnapshotRetention < 0 {
+		return nil
+	}
+	return s.ExpireSnapshots(ctx, s.cfg.SnapshotsKept, s.cfg.SnapshotRetention)
 }
 
 // Flush commits every buffered row now, whatever CommitInterval says.

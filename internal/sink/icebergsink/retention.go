@@ -415,8 +415,10 @@ func fit(t arrow.DataType, v any) (any, bool) {
 
 // Compaction defaults (Config.CompactEvery, Config.CompactAfter).
 const (
-	DefaultCompactEvery = 60
-	DefaultCompactAfter = time.Hour
+	DefaultCompactEvery      = 60
+	DefaultCompactAfter      = time.Hour
+	DefaultSnapshotRetention = 7 * 24 * time.Hour
+	DefaultSnapshotsKept     = 10
 )
 
 // Compact rewrites, in every table of the namespace, each hour partition

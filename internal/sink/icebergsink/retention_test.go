@@ -297,3 +297,44 @@ func TestReplayRefused(t *testing.T) {
 		t.Errorf("compact: no error; want the table refused")
 	}
 }
+
+// Maintain expires old snapshots after compacting: with a retention of
+// 1 ns and 2 snapshots kept, the table keeps the newest 2, PyIceberg reads
+// every row, and resuming is unaffected (the newest snapshot carries the
+// offsets).
+func TestMaintainExpiresSnapshots(t *testing.T) {
+	py := python(t)
+	e := sqliteEnv(t)
+	cfg := e.config(t)
+	cfg.CompactEvery, cfg.CompactAfter = 4, time.Minute
+	cfg.SnapshotRetention, cfg.SnapshotsKept = time.Nanosecond, 2
+	s := openSink(t, cfg)
+	defer s.Close()
+	const topic = "eventlogging_Test"
+	input := spread(topic, 1, 400, 2)
+	for i := 0; i < len(input); i += 100 {
+		feed(t, s, input[i:i+100], 100)
+		if err := s.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := readTable(t, py, e, "Test")
+	if err := s.Maintain(t.Context()); err != nil { // 4 rounds: compacts, then expires
+		t.Fatal(err)
+	}
+	after := readTable(t, py, e, "Test")
+	t.Logf("%d snapshots before, %d after", before.Snapshots, after.Snapshots)
+	if before.Snapshots < 4 || after.Snapshots != 2 {
+		t.Errorf("snapshots: %d before, %d after; want at least 4, then the newest 2", before.Snapshots, after.Snapshots)
+	}
+	if got := countBy(after.Rows, "uuid"); len(after.Rows) != len(input) || len(got) != len(input) {
+		t.Errorf("after expiry: %d rows, %d uuids; want %d", len(after.Rows), len(got), len(input))
+	}
+	offs, err := s.StartOffsets(t.Context(), map[string][]int32{topic: {0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := offs[topic][0]; o != 400 {
+		t.Errorf("resumes at %d after expiry, want 400", o)
+	}
+}

@@ -27,8 +27,10 @@ import (
 // once the load stops; nothing acknowledged is lost; the peak RSS of each
 // role stays under a bound.
 // overloadCPUPercent is the processor's CPU quota in TestOverload, in
-// percent of one core.
-const overloadCPUPercent = 5
+// percent of one core. Since the single-pass processing function, 5 % of a
+// core processed 7,803 events/s, and on a loaded machine the intake could
+// offer only 2.3× that: 3 % keeps the processor the bottleneck.
+const overloadCPUPercent = 3
 
 // overloadMemLimitMiB is every role's GOMEMLIMIT in TestOverload.
 const overloadMemLimitMiB = 256

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -94,11 +93,8 @@ func TestDir(t *testing.T) {
 
 func s3Target(t *testing.T) (target string, srv testsupport.S3Server, bucket string) {
 	srv = testsupport.S3(t)
-	bucket = srv.Bucket(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-	q := url.Values{"endpoint": {srv.Endpoint}, "region": {srv.Region}, "use_path_style": {"true"}}
-	return "s3://" + bucket + "/prefix?" + q.Encode(), srv, bucket
+	target, bucket = srv.Target(t, "prefix")
+	return target, srv, bucket
 }
 
 func TestS3(t *testing.T) {

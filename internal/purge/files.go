@@ -242,32 +242,19 @@ func (fp *filePurge) deletePartition(dir string) error {
 // rewriteJSONL sanitises one JSON-lines file, returning the records kept
 // and dropped.
 func (fp *filePurge) rewriteJSONL(dir, name string, hash func(string) string) (kept, dropped int, err error) {
-	if strings.HasSuffix(name, sanitisedSuffix) {
-		return 0, 0, nil // rewritten by an earlier, interrupted run
-	}
-	base := strings.TrimSuffix(name, jsonlSuffix)
-	final := base + sanitisedSuffix
-	src := filepath.Join(dir, name)
-	if _, err := os.Stat(filepath.Join(dir, final)); err == nil {
-		// Interrupted after the rename: only the removal is left.
-		return 0, 0, removeSync(src, dir)
-	}
-	tmpPath := filepath.Join(dir, "."+base+tmpSuffix)
-	tmp, err := os.OpenFile(tmpPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
+	rw, done, err := startRewrite(dir, name, jsonlSuffix, sanitisedSuffix)
+	if done || err != nil {
 		return 0, 0, err
 	}
 	defer func() {
 		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmpPath)
+			rw.abort()
 		}
 	}()
-	bw := bufio.NewWriterSize(tmp, 64<<10)
-	gz := gzip.NewWriter(bw)
+	gz := gzip.NewWriter(rw.bw)
 	var line []byte
 	var werr error
-	err = readJSONL(src, func(rec map[string]any) bool {
+	err = readJSONL(rw.src, func(rec map[string]any) bool {
 		rule, ok := fp.p.Rules[schemaOf(rec)]
 		if !ok {
 			dropped++
@@ -287,29 +274,63 @@ func (fp *filePurge) rewriteJSONL(dir, name string, hash func(string) string) (k
 	if err != nil {
 		return 0, 0, err
 	}
-	return finishRewrite(tmp, tmpPath, dir, final, src, kept, dropped, gz.Close, bw.Flush)
+	return rw.finish(kept, dropped, gz.Close)
 }
 
-// finishRewrite publishes a rewritten file: when no record was kept the temp
-// file and the original are removed; otherwise the writers are flushed in
-// order, the temp file is published as final (filesink.PublishFile: fsync,
-// rename, directory fsync), and only then is the original removed (so an
-// interrupted run resumes from the .sanitised file).
-func finishRewrite(tmp *os.File, tmpPath, dir, final, src string, kept, dropped int, flush ...func() error) (int, int, error) {
-	if kept == 0 {
-		_ = tmp.Close()
-		_ = os.Remove(tmpPath)
-		return 0, dropped, removeSync(src, dir)
+// rewriteFile is one file being sanitised: src is rewritten through a
+// buffered hidden temp file in its directory, published as final.
+type rewriteFile struct {
+	dir, src, final, tmpPath string
+	tmp                      *os.File
+	bw                       *bufio.Writer
+}
+
+// startRewrite opens the temp file of the rewrite of name, whose suffix
+// becomes finalSuffix. done is true when there is nothing to write: name
+// is itself a rewrite (of an earlier, interrupted run), or its rewrite
+// exists (a run interrupted after the rename: only the original's removal
+// was left, and is done now).
+func startRewrite(dir, name, suffix, finalSuffix string) (rw *rewriteFile, done bool, err error) {
+	if strings.HasSuffix(name, finalSuffix) {
+		return nil, true, nil
 	}
-	for _, f := range flush {
+	base := strings.TrimSuffix(name, suffix)
+	rw = &rewriteFile{dir: dir, src: filepath.Join(dir, name), final: base + finalSuffix, tmpPath: filepath.Join(dir, "."+base+tmpSuffix)}
+	if _, err := os.Stat(filepath.Join(dir, rw.final)); err == nil {
+		return nil, true, removeSync(rw.src, dir)
+	}
+	if rw.tmp, err = os.OpenFile(rw.tmpPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+		return nil, false, err
+	}
+	rw.bw = bufio.NewWriterSize(rw.tmp, 64<<10)
+	return rw, false, nil
+}
+
+// abort closes and removes the temp file.
+func (rw *rewriteFile) abort() {
+	_ = rw.tmp.Close()
+	_ = os.Remove(rw.tmpPath)
+}
+
+// finish publishes the rewrite: when no record was kept the temp file and
+// the original are removed; otherwise the writers are flushed in order
+// (then the buffer), the temp file is published as final
+// (filesink.PublishFile: fsync, rename, directory fsync), and only then is
+// the original removed (so an interrupted run resumes from the rewrite).
+func (rw *rewriteFile) finish(kept, dropped int, flush ...func() error) (int, int, error) {
+	if kept == 0 {
+		rw.abort()
+		return 0, dropped, removeSync(rw.src, rw.dir)
+	}
+	for _, f := range append(flush, rw.bw.Flush) {
 		if err := f(); err != nil {
 			return 0, 0, err
 		}
 	}
-	if err := filesink.PublishFile(tmp, filepath.Join(dir, final)); err != nil {
+	if err := filesink.PublishFile(rw.tmp, filepath.Join(rw.dir, rw.final)); err != nil {
 		return 0, 0, err
 	}
-	return kept, dropped, removeSync(src, dir)
+	return kept, dropped, removeSync(rw.src, rw.dir)
 }
 
 // readJSONL calls fn with each record of a gzip JSON-lines file until fn

@@ -106,36 +106,21 @@ func writeFile(t *testing.T, path, content string) {
 func TestPurgeFiles(t *testing.T) {
 	root := t.TempDir()
 	ctx := t.Context()
-	caps := func(schema string, old bool, seqs ...int64) []map[string]any {
-		var out []map[string]any
-		for _, s := range seqs {
-			out = append(out, makeCapsule(t, testEvent{schema, s, old}))
-		}
-		return out
-	}
-	// Every capsule below falls in hour 11 of its day.
-	oldEdit := caps("Edit", true, 1, 2, 3)
-	recentEdit := caps("Edit", false, 5, 6)
-	oldClick := caps("Click", true, 101, 102)
-	recentClick := caps("Click", false, 103)
-	oldMixed := append(caps("Edit", true, 4), caps("Click", true, 104)...)
-
-	editOld := capsuleHour(t, root, "eventlogging_Edit", oldEdit[0])
-	editRecent := capsuleHour(t, root, "eventlogging_Edit", recentEdit[0])
-	clickOld := capsuleHour(t, root, "eventlogging_Click", oldClick[0])
+	// Every capsule below falls in hour 11 of its day: purgeTree's old and
+	// recent Edit and old Click hours, and a recent Click hour, an old hour
+	// of the mixed topic and an unreadable Parquet file in the old Click hour.
+	editOld, _, clickOld := purgeTree(t, root)
+	oldEdit := makeCapsules(t, "Edit", true, 1, 2, 3) // as purgeTree wrote them
+	recentClick := makeCapsules(t, "Click", false, 103)
+	oldMixed := append(makeCapsules(t, "Edit", true, 4), makeCapsules(t, "Click", true, 104)...)
 	clickRecent := capsuleHour(t, root, "eventlogging_Click", recentClick[0])
 	mixedOld := capsuleHour(t, root, "eventlogging-valid-mixed", oldMixed[0])
-	writeJSONL(t, filepath.Join(editOld, "part-0-0-1.jsonl.gz"), oldEdit[:2])
-	writeJSONL(t, filepath.Join(editOld, "part-1-0-0.jsonl.gz"), oldEdit[2:])
-	writeJSONL(t, filepath.Join(editRecent, "part-0-5-6.jsonl.gz"), recentEdit)
-	writeJSONL(t, filepath.Join(clickOld, "part-0-0-1.jsonl.gz"), oldClick)
 	writeFile(t, filepath.Join(clickOld, "part-0-0-1.Click_1.parquet"), "PAR1 not read PAR1")
 	writeJSONL(t, filepath.Join(clickRecent, "part-0-2-2.jsonl.gz"), recentClick)
 	writeJSONL(t, filepath.Join(mixedOld, "part-0-0-1.jsonl.gz"), oldMixed)
-	for _, d := range []string{editOld, editRecent, clickOld, clickRecent, mixedOld} {
+	for _, d := range []string{clickRecent, mixedOld} {
 		writeFile(t, filepath.Join(d, "_SUCCESS"), "")
 	}
-	writeFile(t, filepath.Join(root, "_filesink", "manifests", "eventlogging_Edit", "0.json"), "{}")
 	before := treeSnapshot(t, root)
 
 	p := testPolicy(t)

@@ -1,12 +1,10 @@
 package purge
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -112,17 +110,16 @@ func hasPrefix(path, prefix []string) bool {
 // arrays, free objects and unions) is hashed as its stored text, which is
 // the value's compact JSON.
 func (fp *filePurge) rewriteParquet(dir, name string, hash func(string) string) (kept, dropped int, err error) {
-	if strings.HasSuffix(name, sanitisedParquetSuffix) {
-		return 0, 0, nil // rewritten by an earlier, interrupted run
+	rw, done, err := startRewrite(dir, name, parquetSuffix, sanitisedParquetSuffix)
+	if done || err != nil {
+		return 0, 0, err
 	}
-	base := strings.TrimSuffix(name, parquetSuffix)
-	final := base + sanitisedParquetSuffix
-	src := filepath.Join(dir, name)
-	if _, err := os.Stat(filepath.Join(dir, final)); err == nil {
-		// Interrupted after the rename: only the removal is left.
-		return 0, 0, removeSync(src, dir)
-	}
-	in, err := os.Open(src)
+	defer func() {
+		if err != nil {
+			rw.abort()
+		}
+	}()
+	in, err := os.Open(rw.src)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -155,18 +152,6 @@ func (fp *filePurge) rewriteParquet(dir, name string, hash func(string) string) 
 		pr.cols = append(pr.cols, c)
 	}
 
-	tmpPath := filepath.Join(dir, "."+base+tmpSuffix)
-	tmp, err := os.OpenFile(tmpPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmpPath)
-		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 64<<10)
 	opts := []parquet.WriterOption{sch,
 		parquet.Compression(&parquet.Snappy),
 		parquet.DataPageVersion(1),
@@ -175,7 +160,7 @@ func (fp *filePurge) rewriteParquet(dir, name string, hash func(string) string) 
 	for _, kv := range file.Metadata().KeyValueMetadata {
 		opts = append(opts, parquet.KeyValueMetadata(kv.Key, kv.Value))
 	}
-	w := parquet.NewGenericWriter[any](bw, opts...)
+	w := parquet.NewGenericWriter[any](rw.bw, opts...)
 	buf := make([]parquet.Row, 256)
 	out := make([]parquet.Row, 0, len(buf))
 	for _, rg := range file.RowGroups() {
@@ -186,7 +171,7 @@ func (fp *filePurge) rewriteParquet(dir, name string, hash func(string) string) 
 			return 0, 0, err
 		}
 	}
-	return finishRewrite(tmp, tmpPath, dir, final, src, kept, dropped, w.Close, bw.Flush)
+	return rw.finish(kept, dropped, w.Close)
 }
 
 // sanitiseRowGroup writes the sanitised rows of one row group to w.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -200,12 +201,7 @@ func (p *Policy) validate() error {
 	if p.BatchRows < 0 {
 		return fmt.Errorf("%w: batch_rows %d is negative", ErrPolicy, p.BatchRows)
 	}
-	names := make([]string, 0, len(p.Rules))
-	for name := range p.Rules {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(p.Rules)) {
 		r := p.Rules[name]
 		if name == "" {
 			return fmt.Errorf("%w: a rule has an empty schema name", ErrPolicy)

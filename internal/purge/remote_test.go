@@ -11,22 +11,16 @@ import (
 )
 
 // purgeTree writes old and recent partitions of JSON lines (with and
-// without an allow-listed schema) and a manifest, under root.
-func purgeTree(t *testing.T, root string) {
+// without an allow-listed schema) and a manifest, under root, and returns
+// the hour directories it wrote: old Edit, recent Edit, old Click.
+func purgeTree(t *testing.T, root string) (editOld, editRecent, clickOld string) {
 	t.Helper()
-	caps := func(schema string, old bool, seqs ...int64) []map[string]any {
-		var out []map[string]any
-		for _, s := range seqs {
-			out = append(out, makeCapsule(t, testEvent{schema, s, old}))
-		}
-		return out
-	}
-	oldEdit := caps("Edit", true, 1, 2, 3)
-	recentEdit := caps("Edit", false, 5, 6)
-	oldClick := caps("Click", true, 101, 102)
-	editOld := capsuleHour(t, root, "eventlogging_Edit", oldEdit[0])
-	editRecent := capsuleHour(t, root, "eventlogging_Edit", recentEdit[0])
-	clickOld := capsuleHour(t, root, "eventlogging_Click", oldClick[0])
+	oldEdit := makeCapsules(t, "Edit", true, 1, 2, 3)
+	recentEdit := makeCapsules(t, "Edit", false, 5, 6)
+	oldClick := makeCapsules(t, "Click", true, 101, 102)
+	editOld = capsuleHour(t, root, "eventlogging_Edit", oldEdit[0])
+	editRecent = capsuleHour(t, root, "eventlogging_Edit", recentEdit[0])
+	clickOld = capsuleHour(t, root, "eventlogging_Click", oldClick[0])
 	writeJSONL(t, filepath.Join(editOld, "part-0-0-1.jsonl.gz"), oldEdit[:2])
 	writeJSONL(t, filepath.Join(editOld, "part-1-0-0.jsonl.gz"), oldEdit[2:])
 	writeJSONL(t, filepath.Join(editRecent, "part-0-5-6.jsonl.gz"), recentEdit)
@@ -35,6 +29,7 @@ func purgeTree(t *testing.T, root string) {
 		writeFile(t, filepath.Join(d, "_SUCCESS"), "")
 	}
 	writeFile(t, filepath.Join(root, "_filesink", "manifests", "eventlogging_Edit", "0.json"), "{}")
+	return editOld, editRecent, clickOld
 }
 
 // On a distributed store (objstore.Dir: the same calls as S3 and HDFS),

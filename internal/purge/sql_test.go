@@ -76,6 +76,16 @@ func testEvents() []testEvent {
 	return evs
 }
 
+// makeCapsules makes a capsule of schema for each sequence number.
+func makeCapsules(t *testing.T, schema string, old bool, seqs ...int64) []map[string]any {
+	t.Helper()
+	out := make([]map[string]any, 0, len(seqs))
+	for _, s := range seqs {
+		out = append(out, makeCapsule(t, testEvent{schema, s, old}))
+	}
+	return out
+}
+
 // makeCapsule builds a capsule as the processor emits it (decoded JSON,
 // numbers as json.Number).
 func makeCapsule(t *testing.T, e testEvent) map[string]any {
@@ -192,37 +202,27 @@ func sameSnapshot(t *testing.T, what string, got, want snapshot) {
 }
 
 func TestPurgeSQLite(t *testing.T) {
-	db, err := sqlsink.Open(sqlsink.SQLite, filepath.Join(t.TempDir(), "events.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	runPurgeSQL(t, db, sqlsink.SQLite)
+	runPurgeSQL(t, sqlsink.SQLite, filepath.Join(t.TempDir(), "events.db"))
 }
 
 func TestPurgeMySQL(t *testing.T) {
 	_, dsn := dbtest.MySQL(t)
-	db, err := sqlsink.Open(sqlsink.MySQL, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	runPurgeSQL(t, db, sqlsink.MySQL)
+	runPurgeSQL(t, sqlsink.MySQL, dsn)
 }
 
 func TestPurgePostgres(t *testing.T) {
 	_, dsn := dbtest.Postgres(t)
-	db, err := sqlsink.Open(sqlsink.Postgres, dsn)
+	runPurgeSQL(t, sqlsink.Postgres, dsn)
+}
+
+// runPurgeSQL opens the database at dsn, writes the test events with
+// sqlsink, then checks a dry run, a purge and a second purge.
+func runPurgeSQL(t *testing.T, d sqlsink.Dialect, dsn string) {
+	db, err := sqlsink.Open(d, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	runPurgeSQL(t, db, sqlsink.Postgres)
-}
-
-// runPurgeSQL writes the test events with sqlsink, then checks a dry run,
-// a purge and a second purge.
-func runPurgeSQL(t *testing.T, db *sql.DB, d sqlsink.Dialect) {
 	ctx := t.Context()
 	res := schema.NewResolver(schema.NewDirSource("testdata/schemas"), schema.ResolverConfig{})
 	w, err := sqlsink.NewWriter(db, res, sqlsink.Config{Dialect: d})

@@ -2,7 +2,6 @@ package purge
 
 import (
 	"maps"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -51,11 +50,8 @@ func TestPurgeRealStores(t *testing.T) {
 		}
 	}
 	t.Run("s3", func(t *testing.T) {
-		srv := testsupport.S3(t)
-		bucket := srv.Bucket(t)
-		t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-		t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-		check(t, "s3://"+bucket+"/events?"+url.Values{"endpoint": {srv.Endpoint}, "region": {srv.Region}, "use_path_style": {"true"}}.Encode())
+		target, _ := testsupport.S3(t).Target(t, "events")
+		check(t, target)
 	})
 	t.Run("hdfs", func(t *testing.T) {
 		srv := testsupport.HDFS(t)

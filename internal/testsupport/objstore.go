@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -114,6 +115,26 @@ func (s S3Server) Bucket(tb testing.TB) string {
 		}
 	})
 	return name
+}
+
+// Target creates a bucket of the test's own (Bucket), sets the store's
+// credentials in the test's environment as a user would
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), and returns the bucket and
+// the target URL of prefix in it (URL).
+func (s S3Server) Target(tb testing.TB, prefix string) (target, bucket string) {
+	tb.Helper()
+	bucket = s.Bucket(tb)
+	tb.Setenv("AWS_ACCESS_KEY_ID", s.AccessKey)
+	tb.Setenv("AWS_SECRET_ACCESS_KEY", s.SecretKey)
+	return s.URL(bucket, prefix, s.Endpoint), bucket
+}
+
+// URL returns the s3:// target URL of prefix in bucket, reached at
+// endpoint (the store's own, or a proxy in front of it) with the store's
+// region and path-style addressing.
+func (s S3Server) URL(bucket, prefix, endpoint string) string {
+	q := url.Values{"endpoint": {endpoint}, "region": {s.Region}, "use_path_style": {"true"}}
+	return "s3://" + bucket + "/" + prefix + "?" + q.Encode()
 }
 
 // removeBucket empties and deletes a bucket.

@@ -26,8 +26,16 @@ type ProducerConfig struct {
 // Producer sends records to Kafka: asynchronously into a bounded buffer, or
 // synchronously until every record is acknowledged by all in-sync replicas.
 // Safe for concurrent use.
+//
+// The two ways have a client each. The asynchronous one lingers
+// (Config.Linger) to fill batches; the synchronous one does not linger: a
+// caller waiting for its acknowledgement would otherwise wait the linger
+// out on every call (5 ms by default, most of a synchronous POST's
+// latency). It still batches under load, since records produced while its
+// requests are in flight (at most 5 a broker) go together in the next.
 type Producer struct {
-	cl *kgo.Client
+	cl   *kgo.Client
+	sync *kgo.Client
 }
 
 // NewProducer connects lazily: no request is made until the first produce.
@@ -42,7 +50,12 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Producer{cl: cl}, nil
+	sync, err := NewClient(cfg.Kafka, kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout), kgo.ProducerLinger(0))
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return &Producer{cl: cl, sync: sync}, nil
 }
 
 // TryProduce buffers m and returns at once; cb is called exactly once with
@@ -57,30 +70,35 @@ func (p *Producer) TryProduce(m Message, cb func(error)) {
 // ProduceSync produces msgs and returns when every one is acknowledged, or
 // with the first error.
 func (p *Producer) ProduceSync(ctx context.Context, msgs []Message) error {
-	return produceAll(ctx, p.cl, [][]Message{msgs})
+	return produceAll(ctx, p.sync, [][]Message{msgs})
 }
 
 // Ping reports whether a broker answers.
 func (p *Producer) Ping(ctx context.Context) error { return Ping(ctx, p.cl) }
 
 // Buffered is the number of records awaiting acknowledgement.
-func (p *Producer) Buffered() int64 { return p.cl.BufferedProduceRecords() }
+func (p *Producer) Buffered() int64 {
+	return p.cl.BufferedProduceRecords() + p.sync.BufferedProduceRecords()
+}
 
 // Topics administers topics through this producer's client.
 func (p *Producer) Topics(d TopicDefaults) *Topics { return NewTopics(p.cl, d) }
 
 // Flush waits until every buffered record is acknowledged or failed.
 func (p *Producer) Flush(ctx context.Context) error {
-	if err := p.cl.Flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
+	for _, cl := range []*kgo.Client{p.cl, p.sync} {
+		if err := cl.Flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
 	}
 	return nil
 }
 
-// Close flushes for at most ten seconds, then closes the client.
+// Close flushes for at most ten seconds, then closes the clients.
 func (p *Producer) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = p.Flush(ctx)
 	p.cl.Close()
+	p.sync.Close()
 }

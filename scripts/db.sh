@@ -29,17 +29,16 @@
 set -euo pipefail
 PATH=$PATH:/usr/sbin # mariadbd and runuser, for users whose PATH lacks it
 
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib/server.sh
+. "$here/lib/server.sh"
+
 mport=${MARIADB_PORT:-33306}
 pport=${POSTGRES_PORT:-35432}
 run=${DB_RUN_DIR:-${TMPDIR:-/tmp}/eventlogging-db}
 pgbin=/usr/lib/postgresql/15/bin
 mysql_dsn="eventlogging:eventlogging@tcp(127.0.0.1:$mport)/eventlogging_test?parseTime=true&multiStatements=false"
 postgres_dsn="postgres://eventlogging:eventlogging@127.0.0.1:$pport/eventlogging_test?sslmode=disable"
-
-log() { printf 'db.sh: %s\n' "$*" >&2; }
-
-# print_dsn writes NAME='value' to stdout, quoted because the MySQL DSN holds ( ) & ?.
-print_dsn() { printf "%s='%s'\n" "$1" "$2"; }
 
 if [ "$(id -u)" -eq 0 ]; then
 	myuser=mysql
@@ -79,25 +78,12 @@ prepare() {
 	fi
 }
 
-# wait_for polls a readiness command until it succeeds, the server process
-# (pid $2) dies, or 60s pass.
+# wait_for WHAT PID LOGFILE CHECK... waits up to 60s for a server to answer
+# CHECK, while its process PID runs.
 wait_for() {
 	local what=$1 pid=$2 logfile=$3
 	shift 3
-	local deadline=$((SECONDS + 60))
-	until "$@" >/dev/null 2>&1; do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			log "$what exited during start-up; last log lines:"
-			tail -n 40 "$logfile" >&2
-			exit 1
-		fi
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log "$what did not answer within 60s; last log lines:"
-			tail -n 40 "$logfile" >&2
-			exit 1
-		fi
-		sleep 0.2
-	done
+	wait_ready "$what" "$pid" "$logfile" 60 0.2 "$what did not answer within 60s; last log lines:" "$@"
 }
 
 # port_free waits up to 30 s for nothing to listen on 127.0.0.1:$1 (a
@@ -106,12 +92,49 @@ wait_for() {
 port_free() {
 	local port=$1 what=$2 i
 	for i in $(seq 30); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || return 0
+		port_taken "$port" || return 0
 		[ "$i" -gt 1 ] || log "port $port is taken; waiting up to 30s for it to be released"
 		sleep 1
 	done
 	log "port $port is still taken by a process this script did not start; stop it before starting $what"
 	exit 1
+}
+
+# already_up WHAT PORT ANSWERS ENV, for a server that runs, succeeds when user
+# eventlogging can connect to it (ANSWERS), printing the DSN (ENV); otherwise
+# it says that the user is set up again.
+already_up() {
+	local what=$1 port=$2 answers=$3 env=$4
+	if "$answers"; then
+		log "$what already running at 127.0.0.1:$port"
+		"$env"
+		return 0
+	fi
+	log "$what running but user eventlogging cannot connect; setting it up again"
+	return 1
+}
+
+# ready WHAT PORT ANSWERS ENV ends a start: user eventlogging must be able to
+# connect over TCP (ANSWERS); then it prints the DSN (ENV).
+ready() {
+	local what=$1 port=$2 answers=$3 env=$4
+	"$answers" || {
+		log "$what is up but user eventlogging cannot connect over TCP"
+		exit 1
+	}
+	log "$what ready at 127.0.0.1:$port after ${SECONDS}s"
+	"$env"
+}
+
+# running WHAT CHECK, before a stop, makes the run dir's path absolute and
+# succeeds when CHECK says the server runs; otherwise it says it does not.
+running() {
+	local what=$1 check=$2
+	if run=$(cd "$run" 2>/dev/null && pwd) && "$check"; then
+		return 0
+	fi
+	log "$what not running"
+	return 1
 }
 
 # MariaDB: data, socket, pid file and error log under $run/mariadb.
@@ -126,9 +149,9 @@ my_admin() {
 	"$cmd" --no-defaults --socket="$(my_dir)/mariadb.sock" --user="$(id -un)" "$@"
 }
 
-my_pid_alive() {
-	[ -f "$(my_dir)/mariadb.pid" ] && kill -0 "$(cat "$(my_dir)/mariadb.pid")" 2>/dev/null
-}
+my_pid_alive() { pid_alive "$(my_dir)/mariadb.pid"; }
+
+my_env() { env_lines EVENTLOGGING_MYSQL_DSN "$mysql_dsn"; }
 
 my_answers() {
 	mariadb --no-defaults --protocol=tcp --host=127.0.0.1 --port="$mport" \
@@ -137,32 +160,25 @@ my_answers() {
 }
 
 my_start() {
-	command -v mariadbd >/dev/null || { log "mariadbd not found (apt-get install mariadb-server mariadb-client)"; exit 1; }
+	need mariadbd "apt-get install mariadb-server mariadb-client"
 	prepare "$myuser" mariadb
-	local dir pid
+	local dir pid owner=()
 	dir=$(my_dir)
+	[ "$(id -u)" -ne 0 ] || owner=(--user="$myuser")
 	if my_pid_alive; then
-		if my_answers; then
-			log "MariaDB already running at 127.0.0.1:$mport"
-			print_dsn EVENTLOGGING_MYSQL_DSN "$mysql_dsn"
+		if already_up MariaDB "$mport" my_answers my_env; then
 			return 0
 		fi
-		log "MariaDB running but user eventlogging cannot connect; setting it up again"
 		pid=$(cat "$dir/mariadb.pid")
 	else
 		if [ ! -d "$dir/data/mysql" ]; then
 			log "initialising MariaDB data directory $dir/data"
 			rm -rf "$dir/data"
-			local owner=()
-			[ "$(id -u)" -ne 0 ] || owner=(--user="$myuser")
-			mariadb-install-db --no-defaults "${owner[@]}" --datadir="$dir/data" \
-				--skip-test-db --skip-name-resolve --innodb-log-file-size=16M >"$dir/install.log" 2>&1 ||
-				{ cat "$dir/install.log" >&2; exit 1; }
+			quietly "$dir/install.log" mariadb-install-db --no-defaults "${owner[@]}" --datadir="$dir/data" \
+				--skip-test-db --skip-name-resolve --innodb-log-file-size=16M
 		fi
 		port_free "$mport" MariaDB
 		log "starting MariaDB at 127.0.0.1:$mport (run dir $dir)"
-		local owner=()
-		[ "$(id -u)" -ne 0 ] || owner=(--user="$myuser")
 		nohup mariadbd --no-defaults "${owner[@]}" --datadir="$dir/data" \
 			--socket="$dir/mariadb.sock" --pid-file="$dir/mariadb.pid" \
 			--bind-address=127.0.0.1 --port="$mport" --skip-name-resolve \
@@ -180,29 +196,15 @@ ALTER USER 'eventlogging'@'localhost' IDENTIFIED BY 'eventlogging';
 CREATE DATABASE IF NOT EXISTS eventlogging_test CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
 GRANT ALL PRIVILEGES ON `eventlogging\_test%`.* TO 'eventlogging'@'127.0.0.1', 'eventlogging'@'localhost';
 EOF
-	my_answers || { log "MariaDB is up but user eventlogging cannot connect over TCP"; exit 1; }
-	log "MariaDB ready at 127.0.0.1:$mport after ${SECONDS}s"
-	print_dsn EVENTLOGGING_MYSQL_DSN "$mysql_dsn"
+	ready MariaDB "$mport" my_answers my_env
 }
 
 my_stop() {
-	run=$(cd "$run" 2>/dev/null && pwd) || { log "MariaDB not running"; return 0; }
-	if ! my_pid_alive; then
-		log "MariaDB not running"
-		return 0
-	fi
+	running MariaDB my_pid_alive || return 0
 	local pid
 	pid=$(cat "$(my_dir)/mariadb.pid")
 	my_admin mariadb-admin shutdown || kill -TERM "$pid" 2>/dev/null || true
-	local deadline=$((SECONDS + 60))
-	while kill -0 "$pid" 2>/dev/null; do
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log "MariaDB did not stop within 60s; sending SIGKILL"
-			kill -KILL "$pid" 2>/dev/null || true
-			break
-		fi
-		sleep 0.2
-	done
+	await_exit MariaDB "$pid" 60 0.2
 	rm -f "$(my_dir)/mariadb.pid"
 	log "MariaDB stopped"
 }
@@ -220,25 +222,23 @@ pg_answers() {
 		-h 127.0.0.1 -p "$pport" -U eventlogging -d eventlogging_test -c 'SELECT 1' >/dev/null 2>&1
 }
 
+pg_env() { env_lines EVENTLOGGING_POSTGRES_DSN "$postgres_dsn"; }
+
 pg_start() {
 	[ -x "$pgbin/initdb" ] || { log "$pgbin/initdb not found (apt-get install postgresql)"; exit 1; }
 	prepare "$pguser" postgres
 	local dir
 	dir=$(pg_dir)
 	if pg_running; then
-		if pg_answers; then
-			log "PostgreSQL already running at 127.0.0.1:$pport"
-			print_dsn EVENTLOGGING_POSTGRES_DSN "$postgres_dsn"
+		if already_up PostgreSQL "$pport" pg_answers pg_env; then
 			return 0
 		fi
-		log "PostgreSQL running but user eventlogging cannot connect; setting it up again"
 	else
 		if [ ! -f "$dir/data/PG_VERSION" ]; then
 			log "initialising PostgreSQL data directory $dir/data"
 			rm -rf "$dir/data"
-			as "$pguser" "$pgbin/initdb" -D "$dir/data" -U postgres -E UTF8 --locale=C.UTF-8 \
-				--auth-local=trust --auth-host=scram-sha-256 >"$dir/initdb.log" 2>&1 ||
-				{ cat "$dir/initdb.log" >&2; exit 1; }
+			quietly "$dir/initdb.log" as "$pguser" "$pgbin/initdb" -D "$dir/data" -U postgres -E UTF8 --locale=C.UTF-8 \
+				--auth-local=trust --auth-host=scram-sha-256
 		fi
 		port_free "$pport" PostgreSQL
 		log "starting PostgreSQL 15 at 127.0.0.1:$pport (run dir $dir)"
@@ -247,9 +247,7 @@ pg_start() {
 		if ! as "$pguser" "$pgbin/pg_ctl" start -w -t 60 -D "$dir/data" -l "$dir/postgres.log" -o "-p $pport -k '$dir' \
 -c listen_addresses=127.0.0.1 -c shared_buffers=16MB -c max_connections=200 \
 -c synchronous_commit=off -c logging_collector=off" >/dev/null; then
-			log "PostgreSQL did not start; last log lines:"
-			tail -n 40 "$dir/postgres.log" >&2
-			exit 1
+			fail_with_log "$dir/postgres.log" "PostgreSQL did not start; last log lines:"
 		fi
 	fi
 	wait_for PostgreSQL "$(head -n 1 "$dir/data/postmaster.pid")" "$dir/postgres.log" \
@@ -260,17 +258,11 @@ ALTER ROLE eventlogging LOGIN CREATEDB PASSWORD 'eventlogging';
 SELECT 'CREATE DATABASE eventlogging_test OWNER eventlogging' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'eventlogging_test')\gexec
 ALTER DATABASE eventlogging_test OWNER TO eventlogging;
 EOF
-	pg_answers || { log "PostgreSQL is up but user eventlogging cannot connect over TCP"; exit 1; }
-	log "PostgreSQL ready at 127.0.0.1:$pport after ${SECONDS}s"
-	print_dsn EVENTLOGGING_POSTGRES_DSN "$postgres_dsn"
+	ready PostgreSQL "$pport" pg_answers pg_env
 }
 
 pg_stop() {
-	run=$(cd "$run" 2>/dev/null && pwd) || { log "PostgreSQL not running"; return 0; }
-	if ! pg_running; then
-		log "PostgreSQL not running"
-		return 0
-	fi
+	running PostgreSQL pg_running || return 0
 	as "$pguser" "$pgbin/pg_ctl" stop -D "$(pg_dir)/data" -m fast -t 60 >/dev/null
 	log "PostgreSQL stopped"
 }
@@ -278,10 +270,10 @@ pg_stop() {
 status() {
 	local rc=0
 	if [ "$1" != postgres ]; then
-		if my_answers; then print_dsn EVENTLOGGING_MYSQL_DSN "$mysql_dsn"; else log "MariaDB not answering at 127.0.0.1:$mport"; rc=1; fi
+		if my_answers; then my_env; else log "MariaDB not answering at 127.0.0.1:$mport"; rc=1; fi
 	fi
 	if [ "$1" != mariadb ]; then
-		if pg_answers; then print_dsn EVENTLOGGING_POSTGRES_DSN "$postgres_dsn"; else log "PostgreSQL not answering at 127.0.0.1:$pport"; rc=1; fi
+		if pg_answers; then pg_env; else log "PostgreSQL not answering at 127.0.0.1:$pport"; rc=1; fi
 	fi
 	return "$rc"
 }
@@ -301,8 +293,5 @@ stop)
 	[ "$which" = mariadb ] || pg_stop
 	;;
 status) status "$which" ;;
-*)
-	sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
-	exit 2
-	;;
+*) usage ;;
 esac

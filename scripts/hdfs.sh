@@ -44,8 +44,10 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib/server.sh
+. "$here/lib/server.sh"
 pom="$here/hdfs/pom.xml"
-version=$(sed -n 's:.*<hadoop.version>\(.*\)</hadoop.version>.*:\1:p' "$pom")
+version=$(pom_property "$pom" hadoop.version)
 port=${EVENTLOGGING_HDFS_PORT:-38020}
 http_port=${EVENTLOGGING_HDFS_HTTP_PORT:-38070}
 heap=${HDFS_HEAP:-512m}
@@ -53,32 +55,25 @@ cache=${HDFS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/eventlogging}
 libs="$cache/hadoop-$version/libs"
 webapps="$cache/hadoop-$version/webapps"
 run=$(realpath -m "${HDFS_RUN_DIR:-${TMPDIR:-/tmp}/eventlogging-hdfs-$port}")
+pidfile="$run/hdfs.pid"
 addr="127.0.0.1:$port"
 
-log() { printf 'hdfs.sh: %s\n' "$*" >&2; }
-
-print_env() { printf "%s='%s'\n" EVENTLOGGING_HDFS_NAMENODE "$addr"; }
+print_env() { env_lines EVENTLOGGING_HDFS_NAMENODE "$addr"; }
 
 fetch() {
-	if [ -f "$libs/.complete" ]; then
-		return 0
-	fi
-	log "fetching Apache Hadoop $version minicluster jars with Maven into $libs"
-	rm -rf "$libs"
-	mkdir -p "$libs"
-	# Maven's output goes to stderr: stdout is for the environment lines.
-	mvn -B -q -Dstyle.color=never -f "$pom" dependency:copy-dependencies \
-		-DoutputDirectory="$libs" -DincludeScope=runtime >&2
-	# The HTTP servers' web apps, unpacked, and ahead of the jars on the
-	# classpath: from the jar Jetty unpacks each by reading the whole 56 MB
-	# (several seconds per server on a start).
+	fetch_jars "$pom" "$libs" "Apache Hadoop $version minicluster jars" unpack_webapps
+}
+
+# unpack_webapps unpacks the HTTP servers' web apps from the fetched jars, to
+# come ahead of them on the classpath: from the jar Jetty unpacks each by
+# reading the whole 56 MB (several seconds per server on a start).
+unpack_webapps() {
 	rm -rf "$webapps"
 	python3 -c 'import sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as z:
     z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("webapps/")])' \
 		"$libs/hadoop-client-minicluster-$version.jar" "$webapps"
-	ls "$webapps/webapps/hdfs" >/dev/null
-	touch "$libs/.complete"
+	ls "$webapps/webapps/hdfs"
 }
 
 # conf writes the client and server configuration (the classpath's first entry):
@@ -119,33 +114,18 @@ answers() {
 		grep -q '"Safemode" : ""' <<<"$info"
 }
 
-pid_alive() {
-	[ -f "$run/hdfs.pid" ] && kill -0 "$(cat "$run/hdfs.pid")" 2>/dev/null
-}
-
-taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
 start() {
-	command -v java >/dev/null || { log "java not found"; exit 1; }
-	command -v python3 >/dev/null || { log "python3 not found"; exit 1; }
-	command -v curl >/dev/null || { log "curl not found (apt-get install curl)"; exit 1; }
+	need java
+	need python3
+	need curl "apt-get install curl"
 	fetch
-	if pid_alive && answers; then
+	if pid_alive "$pidfile" && answers; then
 		log "already running at $addr"
 		print_env
 		return 0
 	fi
-	if pid_alive; then
-		log "cluster (pid $(cat "$run/hdfs.pid")) does not answer (paused? try scripts/hdfs.sh resume); stopping it"
-		stop
-	fi
-	local p
-	for p in "$port" "$http_port"; do
-		if taken "$p"; then
-			log "port $p is taken by a process this script did not start (pid file $run/hdfs.pid); stop it or set EVENTLOGGING_HDFS_PORT / EVENTLOGGING_HDFS_HTTP_PORT"
-			exit 1
-		fi
-	done
+	stop_hung cluster "$pidfile" "paused? try scripts/hdfs.sh resume"
+	ports_free "$pidfile" "EVENTLOGGING_HDFS_PORT / EVENTLOGGING_HDFS_HTTP_PORT" "$port" "$http_port"
 	local format=()
 	if [ "${1:-}" = "--fresh" ] || [ ! -d "$run/data/name-0-1/current" ]; then
 		rm -rf "$run"
@@ -154,80 +134,30 @@ start() {
 	mkdir -p "$run/data"
 	conf
 	log "starting HDFS (Hadoop $version MiniDFSCluster) at $addr, HTTP 127.0.0.1:$http_port (run dir $run)"
-	printf 'hdfs.sh: starting %s\n' "$(date -u +%FT%TZ)" >>"$run/hdfs.log"
 	# Run from the run dir, where the cluster writes some files of its own.
 	# Without -format it reopens the NameNode and DataNode storage of the
 	# earlier run (MiniDFSCluster's hdfs.minidfs.basedir). No WebHDFS (the
 	# clients speak RPC): Jersey would scan the 56 MB jar for its resources,
 	# seconds on every start.
 	cd "$run"
-	nohup "${jvm[@]}" -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC \
+	spawn "$pidfile" "$run/hdfs.log" "${jvm[@]}" -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC \
 		org.apache.hadoop.mapreduce.MiniHadoopClusterManager -nomr "${format[@]}" -datanodes 1 \
 		-nnport "$port" -nnhttpport "$http_port" \
-		-D hdfs.minidfs.basedir="$run/data" -D dfs.permissions.enabled=false -D dfs.replication=1 -D dfs.webhdfs.enabled=false \
-		>>"$run/hdfs.log" 2>&1 </dev/null &
-	echo $! >"$run/hdfs.pid"
+		-D hdfs.minidfs.basedir="$run/data" -D dfs.permissions.enabled=false -D dfs.replication=1 -D dfs.webhdfs.enabled=false
 	cd - >/dev/null
-	local deadline=$((SECONDS + 90))
-	until answers; do
-		if ! pid_alive; then
-			log "cluster exited during start-up; last log lines:"
-			tail -n 40 "$run/hdfs.log" >&2
-			exit 1
-		fi
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log "cluster not ready within 90s; last log lines:"
-			tail -n 40 "$run/hdfs.log" >&2
-			exit 1
-		fi
-		sleep 0.2
-	done
+	wait_ready cluster "$(cat "$pidfile")" "$run/hdfs.log" 90 0.2 "cluster not ready within 90s; last log lines:" answers
 	log "ready at $addr after ${SECONDS}s"
 	print_env
 }
 
-stop() {
-	if ! pid_alive; then
-		log "not running"
-		return 0
-	fi
-	local pid
-	pid=$(cat "$run/hdfs.pid")
-	kill -TERM "$pid"
-	kill -CONT "$pid" 2>/dev/null || true # a paused JVM acts on the TERM only once continued
-	local deadline=$((SECONDS + 60))
-	while kill -0 "$pid" 2>/dev/null; do
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log "cluster did not stop within 60s; sending SIGKILL"
-			kill -KILL "$pid" 2>/dev/null || true
-			break
-		fi
-		sleep 0.2
-	done
-	rm -f "$run/hdfs.pid"
-	log "stopped"
-}
-
-signal() {
-	local sig=$1 what=$2
-	pid_alive || { log "not running"; exit 1; }
-	kill -"$sig" "$(cat "$run/hdfs.pid")"
-	log "$what (pid $(cat "$run/hdfs.pid"))"
-}
+stop() { stop_server cluster "$pidfile" 60 0.2; }
 
 case "${1:-}" in
 fetch) fetch ;;
 start) start "${2:-}" ;;
 stop) stop ;;
-pause) signal STOP paused ;;
-resume)
-	signal CONT resumed
-	deadline=$((SECONDS + 60))
-	until answers; do
-		[ "$SECONDS" -lt "$deadline" ] || { log "cluster does not answer after resume"; exit 1; }
-		sleep 0.2
-	done
-	;;
+pause) signal_server "$pidfile" STOP paused ;;
+resume) resume_server cluster "$pidfile" 60 0.2 answers ;;
 status) if answers; then print_env; else log "not answering at $addr (HTTP 127.0.0.1:$http_port)"; exit 1; fi ;;
 dfs)
 	shift
@@ -235,8 +165,5 @@ dfs)
 	conf
 	exec "${jvm[@]}" -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC org.apache.hadoop.fs.FsShell "$@"
 	;;
-*)
-	sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
-	exit 2
-	;;
+*) usage ;;
 esac

@@ -39,36 +39,27 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib/server.sh
+. "$here/lib/server.sh"
 pom="$here/iceberg-rest/pom.xml"
-version=$(sed -n 's:.*<iceberg.version>\(.*\)</iceberg.version>.*:\1:p' "$pom")
+version=$(pom_property "$pom" iceberg.version)
 port=${EVENTLOGGING_ICEBERG_REST_PORT:-38181}
 heap=${ICEBERG_REST_HEAP:-256m}
 cache=${ICEBERG_REST_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/eventlogging}
 # Keyed by the pom's checksum: any pin changed fetches again.
 libs="$cache/iceberg-rest-$version-$(sha256sum "$pom" | cut -c1-12)/libs"
 run=$(realpath -m "${ICEBERG_REST_RUN_DIR:-${TMPDIR:-/tmp}/eventlogging-iceberg-rest-$port}")
+pidfile="$run/iceberg-rest.pid"
 url="http://127.0.0.1:$port"
 warehouse="file://$run/warehouse"
 
-log() { printf 'iceberg-rest.sh: %s\n' "$*" >&2; }
-
 print_env() {
-	printf "%s='%s'\n" EVENTLOGGING_ICEBERG_REST_URL "$url" EVENTLOGGING_ICEBERG_REST_WAREHOUSE "$warehouse"
+	env_lines EVENTLOGGING_ICEBERG_REST_URL "$url" EVENTLOGGING_ICEBERG_REST_WAREHOUSE "$warehouse"
 }
 
 fetch() {
-	if [ -f "$libs/.complete" ]; then
-		return 0
-	fi
-	command -v mvn >/dev/null || { log "mvn not found (apt-get install maven)"; exit 1; }
-	log "fetching Apache Iceberg $version's REST catalog fixture with Maven into $libs"
-	rm -rf "$libs"
-	mkdir -p "$libs"
-	# Maven's output goes to stderr: stdout is for the environment lines.
-	mvn -B -q -Dstyle.color=never -f "$pom" dependency:copy-dependencies \
-		-DoutputDirectory="$libs" -DincludeScope=runtime >&2
-	ls "$libs/iceberg-open-api-$version-test-fixtures.jar" >/dev/null
-	touch "$libs/.complete"
+	fetch_jars "$pom" "$libs" "Apache Iceberg $version's REST catalog fixture" \
+		ls "$libs/iceberg-open-api-$version-test-fixtures.jar"
 }
 
 # answers succeeds when the catalog answers GET /v1/config (a real catalog
@@ -77,89 +68,42 @@ answers() {
 	curl -sf -o /dev/null --max-time 2 "$url/v1/config"
 }
 
-pid_alive() {
-	[ -f "$run/iceberg-rest.pid" ] && kill -0 "$(cat "$run/iceberg-rest.pid")" 2>/dev/null
-}
-
 start() {
-	command -v java >/dev/null || { log "java not found"; exit 1; }
-	command -v curl >/dev/null || { log "curl not found (apt-get install curl)"; exit 1; }
+	need java
+	need curl "apt-get install curl"
 	fetch
-	if pid_alive && answers; then
+	if pid_alive "$pidfile" && answers; then
 		log "already running at $url"
 		print_env
 		return 0
 	fi
-	if pid_alive; then
-		log "server (pid $(cat "$run/iceberg-rest.pid")) does not answer; stopping it"
-		stop
-	fi
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-		log "port $port is taken by a process this script did not start (pid file $run/iceberg-rest.pid); stop it or set EVENTLOGGING_ICEBERG_REST_PORT"
-		exit 1
-	fi
+	stop_hung server "$pidfile"
+	ports_free "$pidfile" EVENTLOGGING_ICEBERG_REST_PORT "$port"
 	if [ "${1:-}" = "--fresh" ]; then
 		rm -rf "$run"
 	fi
 	mkdir -p "$run/warehouse"
 	log "starting the Apache Iceberg $version REST catalog fixture at $url (run dir $run)"
-	printf 'iceberg-rest.sh: starting %s\n' "$(date -u +%FT%TZ)" >>"$run/iceberg-rest.log"
 	# RESTCatalogServer reads its catalog's properties from CATALOG_* variables
 	# ("__" is "-", "_" is "."): uri, warehouse, rest.port. A short-lived test
 	# server: C1 only and the serial collector start fastest.
-	CATALOG_URI="jdbc:sqlite:$run/catalog.db" CATALOG_WAREHOUSE="$warehouse" CATALOG_REST_PORT="$port" \
-		nohup java -cp "$libs/*" -Xms64m -Xmx"$heap" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+	spawn "$pidfile" "$run/iceberg-rest.log" \
+		env CATALOG_URI="jdbc:sqlite:$run/catalog.db" CATALOG_WAREHOUSE="$warehouse" CATALOG_REST_PORT="$port" \
+		java -cp "$libs/*" -Xms64m -Xmx"$heap" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
 		-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
 		-Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
-		org.apache.iceberg.rest.RESTCatalogServer >>"$run/iceberg-rest.log" 2>&1 </dev/null &
-	echo $! >"$run/iceberg-rest.pid"
-	local deadline=$((SECONDS + 60))
-	until answers; do
-		if ! pid_alive; then
-			log "server exited during start-up; last log lines:"
-			tail -n 40 "$run/iceberg-rest.log" >&2
-			exit 1
-		fi
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log "server did not answer within 60s; last log lines:"
-			tail -n 40 "$run/iceberg-rest.log" >&2
-			exit 1
-		fi
-		sleep 0.1
-	done
+		org.apache.iceberg.rest.RESTCatalogServer
+	wait_ready server "$(cat "$pidfile")" "$run/iceberg-rest.log" 60 0.1 "server did not answer within 60s; last log lines:" answers
 	log "ready at $url after ${SECONDS}s"
 	print_env
 }
 
-stop() {
-	if ! pid_alive; then
-		log "not running"
-		return 0
-	fi
-	local pid
-	pid=$(cat "$run/iceberg-rest.pid")
-	kill -TERM "$pid"
-	kill -CONT "$pid" 2>/dev/null || true
-	local deadline=$((SECONDS + 30))
-	while kill -0 "$pid" 2>/dev/null; do
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log "server did not stop within 30s; sending SIGKILL"
-			kill -KILL "$pid" 2>/dev/null || true
-			break
-		fi
-		sleep 0.1
-	done
-	rm -f "$run/iceberg-rest.pid"
-	log "stopped"
-}
+stop() { stop_server server "$pidfile" 30 0.1; }
 
 case "${1:-}" in
 fetch) fetch ;;
 start) start "${2:-}" ;;
 stop) stop ;;
 status) if answers; then print_env; else log "not answering at $url"; exit 1; fi ;;
-*)
-	sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
-	exit 2
-	;;
+*) usage ;;
 esac

@@ -38,22 +38,21 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-pom="$here/kafka/pom.xml"
-version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom")
-base=${KAFKA_CLUSTER_PORT:-39510}
+# shellcheck source-path=SCRIPTDIR source=lib/server.sh
+. "$here/lib/server.sh"
 heap=${KAFKA_HEAP:-384m}
-# The same cache path logic as scripts/kafka.sh, which fetches into it.
-cache=${KAFKA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/eventlogging}
-libs="$cache/kafka-$version/libs"
+# The jars scripts/kafka.sh fetches.
+# shellcheck source-path=SCRIPTDIR source=lib/kafka.sh
+. "$here/lib/kafka.sh"
+base=${KAFKA_CLUSTER_PORT:-39510}
 run=${KAFKA_CLUSTER_RUN_DIR:-${TMPDIR:-/tmp}/eventlogging-kafka-cluster-$base}
 nodes=(1 2 3)
-
-log() { printf 'kafka-cluster.sh: %s\n' "$*" >&2; }
 
 port() { echo $((base + $1)); }
 cport() { echo $((base + 10 + $1)); }
 addr() { echo "127.0.0.1:$(port "$1")"; }
 dir() { echo "$run/node$1"; }
+pidfile() { echo "$(dir "$1")/kafka.pid"; }
 
 bootstrap() {
 	local list=() n
@@ -91,15 +90,7 @@ sees_all() {
 	[ "${n:-0}" -eq "${#nodes[@]}" ]
 }
 
-pid_alive() {
-	local f
-	f="$(dir "$1")/kafka.pid"
-	[ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
-}
-
-jvm_opts() {
-	echo "-Xms$heap -Xmx$heap -XX:+UseG1GC -Djava.awt.headless=true -Dlog4j2.configurationFile=$here/kafka/log4j2.properties"
-}
+node_alive() { pid_alive "$(pidfile "$1")"; }
 
 write_config() {
 	local n=$1 d
@@ -140,13 +131,8 @@ EOF
 format() {
 	local n=$1 d
 	d=$(dir "$n")
-	# shellcheck disable=SC2046
-	java -cp "$libs/*" $(jvm_opts) kafka.tools.StorageTool format \
-		-t "$2" -c "$d/server.properties" >"$d/format.log" 2>&1 ||
-		{
-			cat "$d/format.log" >&2
-			exit 1
-		}
+	quietly "$d/format.log" "${kafka_java[@]}" kafka.tools.StorageTool format \
+		-t "$2" -c "$d/server.properties"
 }
 
 launch() {
@@ -156,40 +142,20 @@ launch() {
 		log "$(addr "$n") already answers, but not as node $n of $run: another cluster runs on these ports"
 		exit 1
 	fi
-	# shellcheck disable=SC2046
-	nohup java -cp "$libs/*" $(jvm_opts) kafka.Kafka "$d/server.properties" \
-		>>"$d/kafka.log" 2>&1 </dev/null &
-	echo $! >"$d/kafka.pid"
+	spawn "$(pidfile "$n")" "$d/kafka.log" "${kafka_java[@]}" kafka.Kafka "$d/server.properties"
 	log "node $n starting at $(addr "$n") (pid $!, run dir $d)"
 }
 
 # wait_for N CHECK waits up to 120 s until CHECK N succeeds.
 wait_for() {
-	local n=$1 check=$2 deadline=$((SECONDS + 120))
-	until "$check" "$n"; do
-		if ! pid_alive "$n"; then
-			log "node $n exited during start-up; last log lines:"
-			tail -n 40 "$(dir "$n")/kafka.log" >&2
-			exit 1
-		fi
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log "node $n: '$check' did not succeed within 120s"
-			tail -n 40 "$(dir "$n")/kafka.log" >&2
-			exit 1
-		fi
-		sleep 0.3
-	done
+	local n=$1 check=$2
+	wait_ready "node $n" "$(cat "$(pidfile "$n")")" "$(dir "$n")/kafka.log" 120 0.3 \
+		"node $n: '$check' did not succeed within 120s" "$check" "$n"
 }
 
 need_tools() {
-	command -v java >/dev/null || {
-		log "java not found"
-		exit 1
-	}
-	command -v kcat >/dev/null || {
-		log "kcat not found (apt-get install kcat)"
-		exit 1
-	}
+	need java
+	need kcat "apt-get install kcat"
 	"$here/kafka.sh" fetch
 }
 
@@ -206,15 +172,14 @@ start() {
 	done
 	if [ -n "$fresh" ]; then
 		for n in "${nodes[@]}"; do
-			if pid_alive "$n"; then
+			if node_alive "$n"; then
 				log "node $n is running; stop the cluster before a fresh start"
 				exit 1
 			fi
 		done
 		rm -rf "$run"
 		local cluster
-		# shellcheck disable=SC2046
-		cluster=$(java -cp "$libs/*" $(jvm_opts) kafka.tools.StorageTool random-uuid)
+		cluster=$("${kafka_java[@]}" kafka.tools.StorageTool random-uuid)
 		for n in "${nodes[@]}"; do
 			write_config "$n"
 			format "$n" "$cluster"
@@ -222,7 +187,7 @@ start() {
 	fi
 	for n in "${nodes[@]}"; do
 		write_config "$n"
-		if pid_alive "$n"; then
+		if node_alive "$n"; then
 			log "node $n already running"
 		else
 			launch "$n"
@@ -236,23 +201,12 @@ start() {
 }
 
 stop_node() {
-	local n=$1 pid
-	if ! pid_alive "$n"; then
-		rm -f "$(dir "$n")/kafka.pid"
+	local n=$1
+	if ! node_alive "$n"; then
+		rm -f "$(pidfile "$n")"
 		return 0
 	fi
-	pid=$(cat "$(dir "$n")/kafka.pid")
-	kill -TERM "$pid"
-	local deadline=$((SECONDS + 60))
-	while kill -0 "$pid" 2>/dev/null; do
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log "node $n did not stop within 60s; sending SIGKILL"
-			kill -KILL "$pid" 2>/dev/null || true
-			break
-		fi
-		sleep 0.2
-	done
-	rm -f "$(dir "$n")/kafka.pid"
+	terminate "node $n" "$(pidfile "$n")" 60 0.2
 }
 
 stop() {
@@ -260,8 +214,8 @@ stop() {
 	# SIGTERM all at once: stopping one by one makes the last ones wait for
 	# partition leadership to move to nodes that are about to stop too.
 	for n in "${nodes[@]}"; do
-		if pid_alive "$n"; then
-			kill -TERM "$(cat "$(dir "$n")/kafka.pid")"
+		if node_alive "$n"; then
+			kill -TERM "$(cat "$(pidfile "$n")")"
 			pids+=("$n")
 		fi
 	done
@@ -278,14 +232,14 @@ stop() {
 kill_node() {
 	check_node "$1"
 	local n=$1 pid
-	if ! pid_alive "$n"; then
+	if ! node_alive "$n"; then
 		log "node $n is not running"
 		exit 1
 	fi
-	pid=$(cat "$(dir "$n")/kafka.pid")
+	pid=$(cat "$(pidfile "$n")")
 	kill -KILL "$pid"
 	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-	rm -f "$(dir "$n")/kafka.pid"
+	rm -f "$(pidfile "$n")"
 	log "node $n SIGKILLed (pid $pid)"
 }
 
@@ -310,8 +264,8 @@ status() {
 		if answers "$n"; then
 			up+=("$(addr "$n")")
 			echo "$line up"
-		elif pid_alive "$n"; then
-			echo "$line starting (pid $(cat "$(dir "$n")/kafka.pid"), not answering)"
+		elif node_alive "$n"; then
+			echo "$line starting (pid $(cat "$(pidfile "$n")"), not answering)"
 		else
 			echo "$line down"
 		fi
@@ -348,8 +302,5 @@ kill) kill_node "${2:-}" ;;
 restart) restart_node "${2:-}" ;;
 leader) leader "${2:-}" "${3:-}" ;;
 bootstrap) bootstrap ;;
-*)
-	sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
-	exit 2
-	;;
+*) usage ;;
 esac

@@ -26,14 +26,15 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-pom="$here/kafka/pom.xml"
-version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom")
+# shellcheck source-path=SCRIPTDIR source=lib/server.sh
+. "$here/lib/server.sh"
+heap=${KAFKA_HEAP:-512m}
+# shellcheck source-path=SCRIPTDIR source=lib/kafka.sh
+. "$here/lib/kafka.sh"
 port=${KAFKA_PORT:-39092}
 cport=$((port + 1))
-heap=${KAFKA_HEAP:-512m}
-cache=${KAFKA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/eventlogging}
-libs="$cache/kafka-$version/libs"
 run=${KAFKA_RUN_DIR:-${TMPDIR:-/tmp}/eventlogging-kafka-$port}
+pidfile="$run/kafka.pid"
 addr="127.0.0.1:$port"
 scram=${KAFKA_SCRAM:-0}
 [ "$scram" = 1 ] || scram=0
@@ -41,24 +42,13 @@ scram_user=${KAFKA_SCRAM_USER:-eventlogging}
 scram_password=${KAFKA_SCRAM_PASSWORD:-eventlogging-secret}
 case "$scram_user$scram_password" in
 *[\\\"\',=\[\]]* | *[[:space:]]*)
-	printf 'kafka.sh: KAFKA_SCRAM_USER and KAFKA_SCRAM_PASSWORD may not contain quotes, backslashes, commas, brackets, = or spaces\n' >&2
+	log 'KAFKA_SCRAM_USER and KAFKA_SCRAM_PASSWORD may not contain quotes, backslashes, commas, brackets, = or spaces'
 	exit 2
 	;;
 esac
 
-log() { printf 'kafka.sh: %s\n' "$*" >&2; }
-
 fetch() {
-	if [ -f "$libs/.complete" ]; then
-		return 0
-	fi
-	log "fetching Apache Kafka $version jars with Maven into $libs"
-	rm -rf "$libs"
-	mkdir -p "$libs"
-	mvn -B -q -Dstyle.color=never -f "$pom" dependency:copy-dependencies \
-		-DoutputDirectory="$libs" -DincludeScope=runtime
-	ls "$libs"/kafka_2.13-"$version".jar >/dev/null
-	touch "$libs/.complete"
+	fetch_jars "$pom" "$libs" "Apache Kafka $version jars" ls "$libs/kafka_2.13-$version.jar"
 }
 
 # answers succeeds when the broker returns metadata (a real Kafka request, not a port probe).
@@ -68,24 +58,20 @@ fetch() {
 # before it is unfenced) plus an open port; the Go tests then authenticate for real.
 answers() {
 	if [ "$scram" = 1 ]; then
-		pid_alive && [ -f "$run/kafka.log" ] &&
-			sed -n '/^kafka.sh: starting /h; /^kafka.sh: starting /!H; ${x;p;}' "$run/kafka.log" |
+		pid_alive "$pidfile" && [ -f "$run/kafka.log" ] &&
+			sed -n "/^$prog: starting /h; /^$prog: starting /!H; \${x;p;}" "$run/kafka.log" |
 			grep -q 'Transition from STARTING to STARTED' &&
-			(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null
+			port_taken "$port"
 	else
 		kcat -L -b "$addr" -m 2 >/dev/null 2>&1
 	fi
 }
 
-pid_alive() {
-	[ -f "$run/kafka.pid" ] && kill -0 "$(cat "$run/kafka.pid")" 2>/dev/null
-}
-
 start() {
-	command -v java >/dev/null || { log "java not found"; exit 1; }
-	[ "$scram" = 1 ] || command -v kcat >/dev/null || { log "kcat not found (apt-get install kcat)"; exit 1; }
+	need java
+	[ "$scram" = 1 ] || need kcat "apt-get install kcat"
 	fetch
-	if pid_alive && answers; then
+	if pid_alive "$pidfile" && answers; then
 		log "already running at $addr"
 		echo "$addr"
 		return 0
@@ -93,10 +79,7 @@ start() {
 	# Something else listens on our port (another broker, a stale JVM whose
 	# pid file is gone): ours would die with "address in use" while that
 	# one answers, and stop would then leave it running.
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-		log "port $port is taken by a process this script did not start (pid file $run/kafka.pid); stop it or set KAFKA_PORT"
-		exit 1
-	fi
+	ports_free "$pidfile" KAFKA_PORT "$port"
 	# The mode a run dir was formatted in: a SCRAM broker's users live in its
 	# metadata log, so a change of mode or user starts from fresh storage.
 	local mode=plaintext listener=PLAINTEXT
@@ -150,67 +133,23 @@ EOF
 		format_scram=(--add-scram "SCRAM-SHA-256=[name=$scram_user,password=$scram_password]"
 			--add-scram "SCRAM-SHA-512=[name=$scram_user,password=$scram_password]")
 	fi
-	local cp="$libs/*"
-	local jvm=(-Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -Djava.awt.headless=true
-		-Dlog4j2.configurationFile="$here/kafka/log4j2.properties")
 	if [ -n "${fresh:-}" ]; then
 		local cluster
-		cluster=$(java -cp "$cp" "${jvm[@]}" kafka.tools.StorageTool random-uuid)
-		java -cp "$cp" "${jvm[@]}" kafka.tools.StorageTool format \
-			-t "$cluster" -c "$run/server.properties" "${format_scram[@]}" >"$run/format.log" 2>&1 ||
-			{ cat "$run/format.log" >&2; exit 1; }
+		cluster=$("${kafka_java[@]}" kafka.tools.StorageTool random-uuid)
+		quietly "$run/format.log" "${kafka_java[@]}" kafka.tools.StorageTool format \
+			-t "$cluster" -c "$run/server.properties" "${format_scram[@]}"
 	fi
 	log "starting Kafka $version at $addr ($listener, run dir $run)"
-	printf 'kafka.sh: starting %s\n' "$(date -u +%FT%TZ)" >>"$run/kafka.log"
-	nohup java -cp "$cp" "${jvm[@]}" kafka.Kafka "$run/server.properties" \
-		>>"$run/kafka.log" 2>&1 </dev/null &
-	echo $! >"$run/kafka.pid"
-	local deadline=$((SECONDS + 120))
-	until pid_alive && answers; do
-		if ! pid_alive; then
-			log "broker exited during start-up; last log lines:"
-			tail -n 40 "$run/kafka.log" >&2
-			exit 1
-		fi
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log "broker did not answer metadata within 120s"
-			tail -n 40 "$run/kafka.log" >&2
-			exit 1
-		fi
-		sleep 0.3
-	done
+	spawn "$pidfile" "$run/kafka.log" "${kafka_java[@]}" kafka.Kafka "$run/server.properties"
+	wait_ready broker "$(cat "$pidfile")" "$run/kafka.log" 120 0.3 "broker did not answer metadata within 120s" answers
 	log "ready at $addr after ${SECONDS}s"
 	echo "$addr"
-}
-
-stop() {
-	if ! pid_alive; then
-		log "not running"
-		return 0
-	fi
-	local pid
-	pid=$(cat "$run/kafka.pid")
-	kill -TERM "$pid"
-	local deadline=$((SECONDS + 60))
-	while kill -0 "$pid" 2>/dev/null; do
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log "broker did not stop within 60s; sending SIGKILL"
-			kill -KILL "$pid" 2>/dev/null || true
-			break
-		fi
-		sleep 0.2
-	done
-	rm -f "$run/kafka.pid"
-	log "stopped"
 }
 
 case "${1:-}" in
 fetch) fetch ;;
 start) start "${2:-}" ;;
-stop) stop ;;
+stop) stop_server broker "$pidfile" 60 0.2 ;;
 status) if answers; then echo "$addr"; else log "not answering at $addr"; exit 1; fi ;;
-*)
-	sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
-	exit 2
-	;;
+*) usage ;;
 esac

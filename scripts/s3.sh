@@ -36,30 +36,32 @@
 #   S3_RUN_DIR            data, log and pid file (default ${TMPDIR:-/tmp}/eventlogging-s3-$EVENTLOGGING_S3_PORT)
 set -euo pipefail
 
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib/server.sh
+. "$here/lib/server.sh"
 module=github.com/versity/versitygw
 version=v1.8.0
 port=${EVENTLOGGING_S3_PORT:-38333}
 run=$(realpath -m "${S3_RUN_DIR:-${TMPDIR:-/tmp}/eventlogging-s3-$port}")
+pidfile="$run/s3.pid"
 endpoint="http://127.0.0.1:$port"
 region=us-east-1
 access_key=eventlogging
 secret_key=eventlogging-secret
 
-log() { printf 's3.sh: %s\n' "$*" >&2; }
-
 print_env() {
-	printf "%s='%s'\n" EVENTLOGGING_S3_ENDPOINT "$endpoint" EVENTLOGGING_S3_REGION "$region" \
+	env_lines EVENTLOGGING_S3_ENDPOINT "$endpoint" EVENTLOGGING_S3_REGION "$region" \
 		EVENTLOGGING_S3_ACCESS_KEY "$access_key" EVENTLOGGING_S3_SECRET_KEY "$secret_key"
 }
 
 gobin() { echo "$(go env GOPATH)/bin"; }
 
 install() {
-	command -v go >/dev/null || { log "go not found"; exit 1; }
+	need go
 	local bin
 	bin="$(gobin)/versitygw"
 	# The module version is in the binary (versitygw's own --version may say otherwise).
-	if go version -m "$bin" 2>/dev/null | grep -q "mod[[:space:]]*$module[[:space:]]*$version[[:space:]]"; then
+	if go version -m "$bin" 2>/dev/null | grep -q "mod[[:space:]]*${module}[[:space:]]*${version}[[:space:]]"; then
 		return 0
 	fi
 	log "installing versitygw $version into $(gobin)"
@@ -74,26 +76,16 @@ answers() {
 		-H 'x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' "$endpoint/"
 }
 
-pid_alive() {
-	[ -f "$run/s3.pid" ] && kill -0 "$(cat "$run/s3.pid")" 2>/dev/null
-}
-
 start() {
-	command -v curl >/dev/null || { log "curl not found (apt-get install curl)"; exit 1; }
+	need curl "apt-get install curl"
 	install
-	if pid_alive && answers; then
+	if pid_alive "$pidfile" && answers; then
 		log "already running at $endpoint"
 		print_env
 		return 0
 	fi
-	if pid_alive; then
-		log "gateway (pid $(cat "$run/s3.pid")) does not answer (paused? try scripts/s3.sh resume); stopping it"
-		stop
-	fi
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-		log "port $port is taken by a process this script did not start (pid file $run/s3.pid); stop it or set EVENTLOGGING_S3_PORT"
-		exit 1
-	fi
+	stop_hung gateway "$pidfile" "paused? try scripts/s3.sh resume"
+	ports_free "$pidfile" EVENTLOGGING_S3_PORT "$port"
 	if [ "${1:-}" = "--fresh" ]; then
 		rm -rf "$run"
 	fi
@@ -101,74 +93,22 @@ start() {
 	# directory, so the data directory's file system needs no xattr support.
 	mkdir -p "$run/data" "$run/meta"
 	log "starting versitygw $version at $endpoint (run dir $run)"
-	printf 's3.sh: starting %s\n' "$(date -u +%FT%TZ)" >>"$run/s3.log"
-	ROOT_ACCESS_KEY_ID=$access_key ROOT_SECRET_ACCESS_KEY=$secret_key \
-		nohup "$(gobin)/versitygw" --port "127.0.0.1:$port" --region "$region" --quiet \
-		posix --sidecar "$run/meta" "$run/data" >>"$run/s3.log" 2>&1 </dev/null &
-	echo $! >"$run/s3.pid"
-	local deadline=$((SECONDS + 60))
-	until answers; do
-		if ! pid_alive; then
-			log "gateway exited during start-up; last log lines:"
-			tail -n 40 "$run/s3.log" >&2
-			exit 1
-		fi
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log "gateway did not answer within 60s; last log lines:"
-			tail -n 40 "$run/s3.log" >&2
-			exit 1
-		fi
-		sleep 0.1
-	done
+	spawn "$pidfile" "$run/s3.log" env ROOT_ACCESS_KEY_ID="$access_key" ROOT_SECRET_ACCESS_KEY="$secret_key" \
+		"$(gobin)/versitygw" --port "127.0.0.1:$port" --region "$region" --quiet \
+		posix --sidecar "$run/meta" "$run/data"
+	wait_ready gateway "$(cat "$pidfile")" "$run/s3.log" 60 0.1 "gateway did not answer within 60s; last log lines:" answers
 	log "ready at $endpoint after ${SECONDS}s"
 	print_env
 }
 
-stop() {
-	if ! pid_alive; then
-		log "not running"
-		return 0
-	fi
-	local pid
-	pid=$(cat "$run/s3.pid")
-	kill -TERM "$pid"
-	kill -CONT "$pid" 2>/dev/null || true # a paused gateway acts on the TERM only once continued
-	local deadline=$((SECONDS + 30))
-	while kill -0 "$pid" 2>/dev/null; do
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log "gateway did not stop within 30s; sending SIGKILL"
-			kill -KILL "$pid" 2>/dev/null || true
-			break
-		fi
-		sleep 0.1
-	done
-	rm -f "$run/s3.pid"
-	log "stopped"
-}
-
-signal() {
-	local sig=$1 what=$2
-	pid_alive || { log "not running"; exit 1; }
-	kill -"$sig" "$(cat "$run/s3.pid")"
-	log "$what (pid $(cat "$run/s3.pid"))"
-}
+stop() { stop_server gateway "$pidfile" 30 0.1; }
 
 case "${1:-}" in
 install) install ;;
 start) start "${2:-}" ;;
 stop) stop ;;
-pause) signal STOP paused ;;
-resume)
-	signal CONT resumed
-	deadline=$((SECONDS + 30))
-	until answers; do
-		[ "$SECONDS" -lt "$deadline" ] || { log "gateway does not answer after resume"; exit 1; }
-		sleep 0.1
-	done
-	;;
+pause) signal_server "$pidfile" STOP paused ;;
+resume) resume_server gateway "$pidfile" 30 0.1 answers ;;
 status) if answers; then print_env; else log "not answering at $endpoint"; exit 1; fi ;;
-*)
-	sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
-	exit 2
-	;;
+*) usage ;;
 esac

@@ -8,5 +8,8 @@
 // The sinks implement Sink in their own packages: sqlsink (SQL tables) and
 // filesink (hour-partitioned files, published exactly once with the
 // offsets they hold: a Resumer and a Maintainer). This package imports
-// neither; they import it for Poison and ErrFatal.
+// neither; they import it for Poison and ErrFatal, and for what they read
+// from a record alike: the Schemas and AvroDecoder they are given, the
+// decoding of a record value (DecodeJSON, DecodeAvro) and its receive time
+// (ReceiveTime).
 package sink

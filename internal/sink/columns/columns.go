@@ -60,6 +60,17 @@ type Field struct {
 	Fields []*Field
 }
 
+// CapsuleFields are the columns of the EventLogging capsule's own fields
+// (besides "event"), in the order of the capsule, as the sinks store them
+// next to the event's columns. A sink may give dt (the receive time) a
+// type of its own.
+var CapsuleFields = []*Field{
+	{Name: "schema", Kind: String}, {Name: "revision", Kind: Integer}, {Name: "wiki", Kind: String},
+	{Name: "webHost", Kind: String}, {Name: "recvFrom", Kind: String}, {Name: "seqId", Kind: Integer},
+	{Name: "timestamp", Kind: Integer}, {Name: "dt", Kind: String}, {Name: "uuid", Kind: String},
+	{Name: "userAgent", Kind: String}, {Name: "clientIp", Kind: String}, {Name: "topic", Kind: String},
+}
+
 // Build classifies node, a node of the JSON Schema document doc (for
 // local $refs) at nesting depth depth (0 for the document itself), and
 // its members recursively.

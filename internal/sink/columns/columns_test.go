@@ -28,6 +28,7 @@ func TestKindOf(t *testing.T) {
 		{`{"type":"array","items":{"type":"string"}}`, JSON},
 		{`{"type":"null"}`, JSON},
 		{`{}`, JSON},
+		{`{"type":"array"}`, JSON},
 	} {
 		var js map[string]any
 		if err := json.Unmarshal([]byte(tc.js), &js); err != nil {

@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"net/http/httptest"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/eventlogging/eventlogging/internal/avrowire"
 	"github.com/eventlogging/eventlogging/internal/capsule"
@@ -23,7 +19,7 @@ import (
 )
 
 // buttonClickAvro is the Avro schema of /analytics/button_click/1.0.0
-// (platformSchemaDoc); _schema carries $schema.
+// (testsupport.ButtonClickSchemaDoc); _schema carries $schema.
 const buttonClickAvro = `{"type":"record","name":"ButtonClick","namespace":"analytics","fields":[
  {"name":"_schema","type":"string"},
  {"name":"dt","type":["null","string"],"default":null},
@@ -36,18 +32,7 @@ const buttonClickAvro = `{"type":"record","name":"ButtonClick","namespace":"anal
 // registry and returns a codec on it.
 func newAvroCodec(t *testing.T, subjects map[string]string) *avrowire.Codec {
 	t.Helper()
-	reg := srfake.New()
-	t.Cleanup(reg.Close)
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for subject, schema := range subjects {
-		if _, err := cl.CreateSchema(t.Context(), subject, sr.Schema{Schema: schema, Type: sr.TypeAvro}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := avrowire.New(reg.URL(), 0)
+	c, err := avrowire.New(testsupport.AvroRegistry(t, subjects), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +50,7 @@ func clickEvents(t *testing.T, codec *avrowire.Codec, n int) (jsonRecs, avroRecs
 			fields = "" // optional fields missing
 		}
 		v, err := capsule.Decode(fmt.Appendf(nil, `{"$schema":"/analytics/button_click/1.0.0","dt":"2020-01-01T00:00:00.5Z"%s,"meta":{"id":%q,"dt":%q,"stream":"button_click"}}`,
-			fields, testUUID("button_click", 0, int64(i)), dt.Format(time.RFC3339)))
+			fields, testsupport.EventUUID("button_click", 0, int64(i)), dt.Format(time.RFC3339)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +99,7 @@ func TestAvroSameFilesAsJSON(t *testing.T) {
 			if !reflect.DeepEqual(fromJSON.rows, fromAvro.rows) || len(fromAvro.rows) != len(avroRecs) {
 				t.Errorf("rows differ:\nJSON %v\nAvro %v", fromJSON.rows, fromAvro.rows)
 			}
-			row := fromAvro.rows[testUUID("button_click", 0, 1)]
+			row := fromAvro.rows[testsupport.EventUUID("button_click", 0, 1)]
 			meta, _ := row["meta"].(map[string]any)
 			if format == Parquet && (row["clicks"] != int64(1000000007) || row["button"] != "b1" || row["$schema"] != "/analytics/button_click/1.0.0" ||
 				meta["dt"] != base.Add(7*time.Minute).Format(time.RFC3339)) {
@@ -178,9 +163,7 @@ func TestAvroPoison(t *testing.T) {
 	}
 
 	// The registry is down: a transient error, nothing poisoned.
-	srv := httptest.NewServer(nil)
-	srv.Close()
-	down, err := avrowire.New(srv.URL, 0)
+	down, err := avrowire.New(testsupport.UnreachableURL(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
-	"github.com/eventlogging/eventlogging/internal/schema"
 	"github.com/eventlogging/eventlogging/internal/sink/columns"
 )
 
@@ -70,14 +69,7 @@ func benchWrite(b *testing.B, cfg Config) {
 // and letting parquet-go deconstruct a map[string]any.
 func BenchmarkParquetRows(b *testing.B) {
 	tmpl := spread([]string{"eventlogging_Test"}, 1, 1000, 1)
-	sch, err := testSchemas(b).Resolve(b.Context(), schema.ID{Name: "Test", Revision: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	pq, err := buildSchema("Test/1", sch.Document(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
+	pq := testParquetSchema(b)
 	maps := make([]map[string]any, len(tmpl))
 	for i, r := range tmpl {
 		v, err := capsule.Decode(r.Value)
@@ -90,6 +82,7 @@ func BenchmarkParquetRows(b *testing.B) {
 		b.ReportAllocs()
 		w := parquet.NewGenericWriter[any](io.Discard, pq.schema, parquet.Compression(&parquet.Snappy))
 		rows := make([]parquet.Row, len(maps))
+		var err error
 		for b.Loop() {
 			for i, m := range maps {
 				if rows[i], err = pq.row(m); err != nil {

@@ -211,18 +211,21 @@ func (s *Sink) checkpoint(st *partState) (err error) {
 		return err
 	}
 
+	s.notePublished(st.topic, m.Files)
+	s.releaseFiles(st)
+	st.published = st.last
+	return nil
+}
+
+// notePublished logs the files of topic a checkpoint made visible and
+// reports their records to Config.Published.
+func (s *Sink) notePublished(topic string, files []manifestEntry) {
 	records := 0
-	for _, e := range m.Files {
+	for _, e := range files {
 		s.log.Debug("published", "file", e.Final, "records", e.Records)
 		records += e.Records
 	}
-	s.countPublished(st.topic, records)
-	s.open -= len(st.files)
-	clear(st.files)
-	st.published = st.last
-	st.due = false
-	st.openedAt = time.Time{}
-	return nil
+	s.countPublished(topic, records)
 }
 
 // countPublished reports records of topic made visible to Config.Published.
@@ -230,6 +233,15 @@ func (s *Sink) countPublished(topic string, records int) {
 	if s.cfg.Published != nil && records > 0 {
 		s.cfg.Published(topic, records)
 	}
+}
+
+// releaseFiles forgets the open files of st, which a checkpoint took:
+// new records open new files.
+func (s *Sink) releaseFiles(st *partState) {
+	s.open -= len(st.files)
+	clear(st.files)
+	st.due = false
+	st.openedAt = time.Time{}
 }
 
 // discard drops the open files of st without publishing them; its records
@@ -281,23 +293,9 @@ func (s *Sink) recover() error {
 			continue
 		}
 		dir := path.Join(manifestDir, td.Name())
-		entries, err := os.ReadDir(s.abs(dir))
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			name := e.Name()
-			if strings.HasSuffix(name, ".tmp") {
-				// A manifest being written when the process died: the
-				// checkpoint never happened.
-				if err := os.Remove(s.abs(path.Join(dir, name))); err != nil {
-					return err
-				}
-				continue
-			}
-			if !strings.HasSuffix(name, ".json") {
-				continue
-			}
+		// A manifest left being written (.tmp) when the process died: the
+		// checkpoint never happened.
+		err := s.eachStateFile(dir, func(name string) error {
 			m, err := readManifest(s.abs(path.Join(dir, name)))
 			if err != nil {
 				return err
@@ -312,26 +310,15 @@ func (s *Sink) recover() error {
 			finished += n
 			st := s.part(tp{m.Topic, m.Partition})
 			st.published, st.last = m.LastOffset, m.LastOffset
-		}
-	}
-	// Whatever is still in progress belongs to no checkpoint.
-	orphans := 0
-	err = filepath.WalkDir(s.abs(inprogressDir), func(p string, d fs.DirEntry, err error) error {
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() {
-			orphans++
-		}
-		return nil
-	})
+	}
+	// Whatever is still in progress belongs to no checkpoint.
+	orphans, err := s.clearInprogress()
 	if err != nil {
-		return err
-	}
-	if err := os.RemoveAll(s.abs(inprogressDir)); err != nil {
-		return err
-	}
-	if err := mkdirAllSync(s.root, inprogressDir); err != nil {
 		return err
 	}
 	if err := SyncDir(s.abs(stateDir)); err != nil {

@@ -1,19 +1,18 @@
 package filesink
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 var errCrash = errors.New("simulated crash")
@@ -75,12 +74,7 @@ func testCrash(t *testing.T, format Format, point string, n int) {
 	s = openSink(t, cfg)
 	s.crash()
 	s = openSink(t, cfg)
-	if _, err := newFeeder(input, 60).run(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	feedAndClose(t, s, input, 60)
 	checkExactlyOnce(t, root, input)
 	checkNoTemps(t, root)
 }
@@ -91,9 +85,7 @@ func TestRecoveryFinishesRenames(t *testing.T) {
 	root := t.TempDir()
 	input := spread([]string{"t"}, 1, 100, 2)
 	s := openSink(t, Config{Root: root, Format: JSONLines, hook: crashAt(pointRenamed, 1)})
-	if _, err := newFeeder(input, 100).run(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
+	feedAll(t, s, input, 100)
 	if err := s.Close(); !errors.Is(err, errCrash) {
 		t.Fatalf("Close: %v", err)
 	}
@@ -127,48 +119,21 @@ func TestKill9(t *testing.T) {
 		// checkpoints in this round, at varying moments.
 		prev := manifestBytes(t, root)
 		progress := 0
-		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestKill9Child$", "-test.v")
-		cmd.Env = append(os.Environ(), childEnv+"="+root)
-		out := &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = out, out // one writer: exec serialises its writes
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(60 * time.Second)
+		cmd, out := testsupport.StartChild(t, "TestKill9Child", childEnv+"="+root)
 		target := 2 + rand.IntN(12) // checkpoints to let pass before the kill
-		for {
+		testsupport.WaitChild(t, cmd, out, 60*time.Second, 2*time.Millisecond, fmt.Sprintf("round %d: the child made no progress", round), func() bool {
 			now := manifestBytes(t, root)
 			progress += changed(prev, now)
 			prev = now
-			if progress >= target {
-				break
-			}
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatalf("round %d: the child made no progress:\n%s", round, out.String())
-			}
-			time.Sleep(2 * time.Millisecond) // polling the file system, not synchronising
-		}
-		if err := cmd.Process.Signal(os.Kill); err != nil {
-			t.Fatal(err)
-		}
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.Success() {
-			t.Fatalf("round %d: the child finished before it was killed (%v); make the input bigger:\n%s", round, err, out.String())
-		}
+			return progress >= target
+		})
+		testsupport.KillChild(t, cmd, fmt.Sprintf("round %d", round), out)
 		readPublished(t, root) // never a temp file in a partition
 		temps, pending := inProgress(t, root)
 		t.Logf("round %d: killed after %d checkpoints; %d temp files left, %d of them named by a manifest (renames to finish)", round, progress, temps, pending)
 	}
 	s := openSink(t, Config{Root: root, Format: JSONLines})
-	if _, err := newFeeder(input, 500).run(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	feedAndClose(t, s, input, 500)
 	p := checkExactlyOnce(t, root, input)
 	checkNoTemps(t, root)
 	t.Logf("%d records in %d files, exactly once after 3 kills", len(p.byUUID), len(p.files))
@@ -180,7 +145,7 @@ func TestKill9Child(t *testing.T) {
 	if root == "" {
 		t.Skip("child process of TestKill9")
 	}
-	s, err := Open(Config{Root: root, Format: JSONLines, MaxFileBytes: 8 << 10, Logger: testLogger(t)})
+	s, err := Open(Config{Root: root, Format: JSONLines, MaxFileBytes: 8 << 10, Logger: testsupport.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

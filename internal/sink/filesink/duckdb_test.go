@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // envPython names the Python interpreter that has duckdb installed
@@ -40,17 +41,12 @@ func TestDuckDB(t *testing.T) {
 	input := spread([]string{"eventlogging_Test"}, 3, 600, 3)
 	for i := range 50 {
 		dt := base.Add(time.Duration(i) * time.Minute)
-		input = append(input, capsuleRecord("eventlogging_Mixed", 0, int64(i), dt))
+		input = append(input, testsupport.CapsuleRecord("eventlogging_Mixed", 0, int64(i), dt))
 		input = append(input, kafka.Record{Topic: "eventlogging_Mixed", Partition: 1, Offset: int64(i), Timestamp: dt,
 			Value: fmt.Appendf(nil, `{"event":{"action":"v2","count":%d,"added":"yes"},"schema":"Test","revision":2,"dt":%q,"uuid":"m%d"}`, i, dt.Format(time.RFC3339), i)})
 	}
-	if _, err := newFeeder(input, 1000).run(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	uuid := testUUID("eventlogging_Test", 2, 333) // 333 × 18s = 1h39m54s: hour 08
+	feedAndClose(t, s, input, 1000)
+	uuid := testsupport.EventUUID("eventlogging_Test", 2, 333) // 333 × 18s = 1h39m54s: hour 08
 	cmd := exec.CommandContext(t.Context(), py, "testdata/duckdb_check.py", root, "eventlogging_Test", uuid, "eventlogging_Mixed")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -81,6 +82,33 @@ func SyncDir(dir string) error {
 	defer d.Close()
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// eachStateFile calls fn with the name of each .json file of the local
+// state directory dir (relative to the root), in name order, after
+// deleting the .tmp files there that an atomic write left when the
+// process died (the write never happened).
+func (s *Sink) eachStateFile(dir string, fn func(name string) error) error {
+	entries, err := os.ReadDir(s.abs(dir))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, ".tmp") {
+			if err := os.Remove(s.abs(path.Join(dir, name))); err != nil {
+				return err
+			}
+			continue
+		}
+		if !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		if err := fn(name); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/objstore"
-	"github.com/eventlogging/eventlogging/internal/schema"
 	"github.com/eventlogging/eventlogging/internal/sink"
 )
 
@@ -44,29 +43,13 @@ const (
 	DefaultRowGroupBytes = 8 << 20
 )
 
-// Schemas resolves the schema of an event for the Parquet format. Both
-// methods are safe for concurrent use; ctx bounds the lookup. Errors wrapping
-// schema.ErrNotFound, schema.ErrInvalidSchema or schema.ErrInvalidID are
-// permanent (the record becomes poison); any other error is transient (Write
-// fails and is retried). *schema.Resolver implements it.
-type Schemas interface {
-	// Resolve returns the schema of a legacy EventLogging event
-	// ("schema" and "revision" in its capsule).
-	Resolve(ctx context.Context, id schema.ID) (*schema.Schema, error)
-	// ResolveURI returns the schema of an Event Platform event ("$schema").
-	ResolveURI(ctx context.Context, uri string) (*schema.Schema, error)
-}
+// Schemas resolves the schema of an event for the Parquet format
+// (sink.Schemas); a transient error fails Write, which is retried.
+type Schemas = sink.Schemas
 
-// AvroDecoder decodes a record in the Confluent Avro wire format (magic
-// byte 0, 4-byte schema id, Avro binary), as the processor writes the
-// events of a stream with format avro, back to the event it encoded: the
-// JSON object (numbers as json.Number) a JSON stream would have carried.
-// *avrowire.Codec satisfies it. Safe for concurrent use; ctx bounds the
-// schema lookup. An error wrapping avrowire.ErrUndecodable means the
-// record can never be decoded (poison); any other error is transient.
-type AvroDecoder interface {
-	DecodeEvent(ctx context.Context, record []byte) (map[string]any, error)
-}
+// AvroDecoder decodes a record in the Avro wire format back to the event
+// it encoded (sink.AvroDecoder).
+type AvroDecoder = sink.AvroDecoder
 
 // Config configures a Sink. Zero values take the documented defaults.
 type Config struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 func TestOpenConfig(t *testing.T) {
@@ -53,12 +54,7 @@ func TestJSONLinesPartitions(t *testing.T) {
 	root := t.TempDir()
 	s := openSink(t, Config{Root: root, Format: JSONLines})
 	input := spread([]string{"eventlogging_Test", "eventlogging_Other"}, 2, 300, 3)
-	if _, err := newFeeder(input, 100).run(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	feedAndClose(t, s, input, 100)
 	p := checkExactlyOnce(t, root, input)
 	checkNoTemps(t, root)
 
@@ -70,7 +66,7 @@ func TestJSONLinesPartitions(t *testing.T) {
 		if err := dec.Decode(&want); err != nil {
 			t.Fatal(err)
 		}
-		if got := p.rows[testUUID(r.Topic, r.Partition, r.Offset)]; !reflect.DeepEqual(got, want) {
+		if got := p.rows[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)]; !reflect.DeepEqual(got, want) {
 			t.Fatalf("record %s/%d/%d:\n got %v\nwant %v", r.Topic, r.Partition, r.Offset, got, want)
 		}
 	}
@@ -87,8 +83,8 @@ func TestJSONLinesPartitions(t *testing.T) {
 	if !reflect.DeepEqual(p.files, want) {
 		t.Fatalf("files:\n%s\nwant:\n%s", strings.Join(p.files, "\n"), strings.Join(want, "\n"))
 	}
-	if want := "eventlogging_Test/year=2024/month=01/day=05/hour=08"; p.hourOf[testUUID("eventlogging_Test", 1, 150)] != want {
-		t.Fatalf("hour directory %s, want %s", p.hourOf[testUUID("eventlogging_Test", 1, 150)], want)
+	if want := "eventlogging_Test/year=2024/month=01/day=05/hour=08"; p.hourOf[testsupport.EventUUID("eventlogging_Test", 1, 150)] != want {
+		t.Fatalf("hour directory %s, want %s", p.hourOf[testsupport.EventUUID("eventlogging_Test", 1, 150)], want)
 	}
 }
 
@@ -98,9 +94,7 @@ func TestNothingVisibleBeforeCheckpoint(t *testing.T) {
 	s := openSink(t, Config{Root: root, Format: JSONLines})
 	defer s.Close()
 	input := spread([]string{"t"}, 1, 50, 1)
-	if _, err := newFeeder(input, 10).run(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
+	feedAll(t, s, input, 10)
 	if p := readPublished(t, root); len(p.files) != 0 {
 		t.Fatalf("published before any checkpoint: %v", p.files)
 	}
@@ -119,9 +113,7 @@ func TestRotationBySize(t *testing.T) {
 	root := t.TempDir()
 	s := openSink(t, Config{Root: root, Format: JSONLines, MaxFileBytes: 4 << 10})
 	input := spread([]string{"t"}, 2, 2000, 1)
-	if _, err := newFeeder(input, 100).run(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
+	feedAll(t, s, input, 100)
 	before := readPublished(t, root)
 	if len(before.files) < 4 {
 		t.Fatalf("only %d files published by size rotation before Close", len(before.files))
@@ -144,13 +136,11 @@ func TestRotationBySize(t *testing.T) {
 
 func TestRotationByAge(t *testing.T) {
 	root := t.TempDir()
-	clk := newClock(base.Add(time.Hour))
+	clk := testsupport.NewClock(base.Add(time.Hour))
 	s := openSink(t, Config{Root: root, Format: JSONLines, MaxFileAge: 10 * time.Minute, Now: clk.Now})
 	defer s.Close()
 	input := spread([]string{"t"}, 1, 10, 1)
-	if _, err := newFeeder(input, 10).run(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
+	feedAll(t, s, input, 10)
 	clk.Add(9 * time.Minute)
 	if err := s.CloseHours(t.Context()); err != nil {
 		t.Fatal(err)
@@ -166,15 +156,15 @@ func TestRotationByAge(t *testing.T) {
 
 	// And by age on Write: the next record starts a new file, which a later
 	// Write publishes once it is old enough.
-	more := []kafka.Record{capsuleRecord("t", 0, 10, base.Add(30*time.Minute))}
+	more := []kafka.Record{testsupport.CapsuleRecord("t", 0, 10, base.Add(30*time.Minute))}
 	if _, err := s.Write(t.Context(), more); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(10 * time.Minute)
-	if _, err := s.Write(t.Context(), []kafka.Record{capsuleRecord("t", 0, 11, base.Add(31*time.Minute))}); err != nil {
+	if _, err := s.Write(t.Context(), []kafka.Record{testsupport.CapsuleRecord("t", 0, 11, base.Add(31*time.Minute))}); err != nil {
 		t.Fatal(err)
 	}
-	if p := readPublished(t, root); p.byUUID[testUUID("t", 0, 10)] != 1 || p.byUUID[testUUID("t", 0, 11)] != 0 {
+	if p := readPublished(t, root); p.byUUID[testsupport.EventUUID("t", 0, 10)] != 1 || p.byUUID[testsupport.EventUUID("t", 0, 11)] != 0 {
 		t.Fatalf("rotation by age on Write: %v", p.files)
 	}
 }
@@ -187,9 +177,7 @@ func TestMaxOpenFiles(t *testing.T) {
 			// 4 partitions written round-robin: each new file evicts the
 			// least recently written partition, within a batch too.
 			input := spread([]string{"t"}, 4, 100, 1)
-			if _, err := newFeeder(input, 40).run(t.Context(), s); err != nil {
-				t.Fatal(err)
-			}
+			feedAll(t, s, input, 40)
 			s.mu.Lock()
 			open := s.open
 			s.mu.Unlock()
@@ -225,9 +213,9 @@ func TestWriteRetryIsIdempotent(t *testing.T) {
 
 func TestPoison(t *testing.T) {
 	root := t.TempDir()
-	clk := newClock(base)
+	clk := testsupport.NewClock(base)
 	s := openSink(t, Config{Root: root, Format: JSONLines, Now: clk.Now, MaxFileAge: time.Minute})
-	good := func(off int64) kafka.Record { return capsuleRecord("t", 0, off, base) }
+	good := func(off int64) kafka.Record { return testsupport.CapsuleRecord("t", 0, off, base) }
 	bad := func(off int64, v string) kafka.Record {
 		return kafka.Record{Topic: "t", Partition: 0, Offset: off, Value: []byte(v), Timestamp: base}
 	}
@@ -279,7 +267,7 @@ func TestPoison(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := readPublished(t, root)
-	if len(p.files) != 1 || p.byUUID[testUUID("t", 0, 0)] != 1 || p.byUUID[testUUID("t", 0, 5)] != 1 {
+	if len(p.files) != 1 || p.byUUID[testsupport.EventUUID("t", 0, 0)] != 1 || p.byUUID[testsupport.EventUUID("t", 0, 5)] != 1 {
 		t.Fatalf("after acknowledgement: %v %v", p.files, p.byUUID)
 	}
 	if !strings.HasSuffix(p.files[0], "part-0-0-8.jsonl.gz") {
@@ -314,7 +302,7 @@ func TestPoison(t *testing.T) {
 func TestCloseWithUnacknowledgedPoison(t *testing.T) {
 	root := t.TempDir()
 	s := openSink(t, Config{Root: root, Format: JSONLines})
-	batch := []kafka.Record{capsuleRecord("t", 0, 0, base), {Topic: "t", Partition: 0, Offset: 1, Value: []byte("x"), Timestamp: base}, capsuleRecord("t", 1, 0, base)}
+	batch := []kafka.Record{testsupport.CapsuleRecord("t", 0, 0, base), {Topic: "t", Partition: 0, Offset: 1, Value: []byte("x"), Timestamp: base}, testsupport.CapsuleRecord("t", 1, 0, base)}
 	if _, err := s.Write(t.Context(), batch); err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +310,7 @@ func TestCloseWithUnacknowledgedPoison(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := readPublished(t, root)
-	if len(p.files) != 1 || p.byUUID[testUUID("t", 1, 0)] != 1 {
+	if len(p.files) != 1 || p.byUUID[testsupport.EventUUID("t", 1, 0)] != 1 {
 		t.Fatalf("published %v, want only partition 1's file", p.files)
 	}
 	checkNoTemps(t, root)
@@ -371,48 +359,4 @@ func TestClosedAndBroken(t *testing.T) {
 	s = openSink(t, Config{Root: root, Format: JSONLines})
 	defer s.Close()
 	checkExactlyOnce(t, root, spread([]string{"t"}, 1, 5, 1))
-}
-
-func TestParseDT(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want time.Time
-		ok   bool
-	}{
-		{"2024-01-05T07:08:09Z", time.Date(2024, 1, 5, 7, 8, 9, 0, time.UTC), true},
-		{"2024-01-05T07:08:09.123Z", time.Date(2024, 1, 5, 7, 8, 9, 123e6, time.UTC), true},
-		{"2024-01-05T09:08:09+02:00", time.Date(2024, 1, 5, 7, 8, 9, 0, time.UTC), true},
-		{"2024-02-31T07:08:09Z", time.Time{}, false},
-		{"2024-01-05 07:08:09", time.Time{}, false},
-		{"", time.Time{}, false},
-	} {
-		got, ok := parseDT(tc.in)
-		if ok != tc.ok || !got.Equal(tc.want) {
-			t.Errorf("parseDT(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
-func TestReceiveTime(t *testing.T) {
-	platform := map[string]any{"$schema": "/x/1.0.0", "dt": "2020-01-01T00:00:00Z", "meta": map[string]any{"dt": "2024-01-05T07:00:00Z"}}
-	if got, ok := receiveTime(platform, true); !ok || !got.Equal(base) {
-		t.Fatalf("Event Platform: %v %v, want meta.dt", got, ok)
-	}
-	if _, ok := receiveTime(map[string]any{"dt": "0001-01-01T00:00:00Z"}, false); ok {
-		t.Fatal("year 1 accepted")
-	}
-}
-
-// The fast path of parseDT agrees with time.Parse.
-func FuzzParseDT(f *testing.F) {
-	for _, s := range []string{"2024-01-05T07:08:09Z", "2024-02-29T23:59:59Z", "2023-02-29T00:00:00Z", "2024-13-01T00:00:00Z", "2024-01-05T07:08:60Z", "2024-01-05T07:08:09.5+01:00", "x"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := parseDT(s)
-		want, err := time.Parse(time.RFC3339Nano, s)
-		if ok != (err == nil) || ok && !got.Equal(want) {
-			t.Fatalf("parseDT(%q) = %v, %v; time.Parse: %v, %v", s, got, ok, want, err)
-		}
-	})
 }

@@ -4,20 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,41 +21,11 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // base is the hour the tests' data starts in.
 var base = time.Date(2024, 1, 5, 7, 0, 0, 0, time.UTC)
-
-// testUUID is the deterministic uuid of a test record.
-func testUUID(topic string, partition int32, offset int64) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d/%d", topic, partition, offset))
-	return hex.EncodeToString(sum[:16])
-}
-
-// capsuleRecord builds an EventLogging capsule record of schema Test/1.
-func capsuleRecord(topic string, partition int32, offset int64, dt time.Time) kafka.Record {
-	v := fmt.Appendf(nil, `{"event":{"action":"click","count":%d,"ratio":%d.5,"ok":%t,"nested":{"label":"n%d","depth":{"level":%d}},"tags":["a","b"]},`+
-		`"schema":"Test","revision":1,"wiki":"enwiki","webHost":"en.wikipedia.org","recvFrom":"host%d","seqId":%d,"timestamp":%d,"dt":%q,"uuid":%q,"userAgent":"UA","topic":%q}`,
-		offset, offset, offset%2 == 0, offset, offset%7, partition, offset, dt.Unix(), dt.UTC().Format(time.RFC3339), testUUID(topic, partition, offset), topic)
-	return kafka.Record{Topic: topic, Partition: partition, Offset: offset, Value: v, Timestamp: dt.Add(time.Second)}
-}
-
-// testSchemaDoc is the draft-3 EventLogging schema Test/1.
-const testSchemaDoc = `{
-  "description": "test events",
-  "properties": {
-    "action": {"type": "string", "required": true},
-    "count": {"type": "integer"},
-    "ratio": {"type": "number"},
-    "ok": {"type": "boolean"},
-    "nested": {"type": "object", "properties": {
-      "label": {"type": "string"},
-      "depth": {"type": "object", "properties": {"level": {"type": "integer"}}}
-    }},
-    "tags": {"type": "array", "items": {"type": "string"}},
-    "free": {"type": "object"}
-  }
-}`
 
 // testSchema2Doc is Test/2: a new optional field.
 const testSchema2Doc = `{
@@ -71,86 +36,37 @@ const testSchema2Doc = `{
   }
 }`
 
-// platformSchemaDoc is the Event Platform schema /analytics/button_click/1.0.0.
-const platformSchemaDoc = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "title": "analytics/button_click",
-  "type": "object",
-  "properties": {
-    "$schema": {"type": "string"},
-    "dt": {"type": "string", "format": "date-time"},
-    "button": {"type": "string"},
-    "clicks": {"type": "integer"},
-    "meta": {"type": "object", "properties": {
-      "id": {"type": "string"}, "dt": {"type": "string"}, "stream": {"type": "string"}
-    }}
-  }
-}`
-
 // testSchemas writes a schema folder and returns a resolver over it.
 func testSchemas(t testing.TB) *schema.Resolver {
 	t.Helper()
 	dir := t.TempDir()
-	files := map[string]string{
-		"Test/1.json": testSchemaDoc,
+	testsupport.WriteFiles(t, dir, map[string]string{
+		"Test/1.json": testsupport.CapsuleSchemaDoc,
 		"Test/2.json": testSchema2Doc,
-		"jsonschema/analytics/button_click/1.0.0.json": platformSchemaDoc,
-	}
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		"jsonschema/analytics/button_click/1.0.0.json": testsupport.ButtonClickSchemaDoc,
+	})
 	return schema.NewResolver(schema.NewDirSource(dir), schema.ResolverConfig{})
 }
 
-// testLogger logs through t (warnings and up).
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock(t time.Time) *clock { return &clock{t: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// testParquetSchema is the Parquet schema of Test/1 (testSchemas).
+func testParquetSchema(t testing.TB) *pqSchema {
+	t.Helper()
+	sch, err := testSchemas(t).Resolve(t.Context(), schema.ID{Name: "Test", Revision: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pq, err := buildSchema("Test/1", sch.Document(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pq
 }
 
 // openSink opens a sink or fails the test.
 func openSink(t testing.TB, cfg Config) *Sink {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t)
+		cfg.Logger = testsupport.Logger(t)
 	}
 	s, err := Open(cfg)
 	if err != nil {
@@ -296,22 +212,9 @@ func readParquetFile(t testing.TB, path string) []map[string]any {
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	r := parquet.NewGenericReader[map[string]any](f, pf.Schema())
-	defer r.Close()
-	var out []map[string]any
-	for {
-		rows := make([]map[string]any, 64)
-		for i := range rows {
-			rows[i] = map[string]any{}
-		}
-		n, err := r.Read(rows)
-		out = append(out, rows[:n]...)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
+	out, err := testsupport.ParquetRows(pf)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 	return out
 }
@@ -391,6 +294,27 @@ func (f *feeder) run(ctx context.Context, s *Sink) ([]Poison, error) {
 	}
 }
 
+// feedAll feeds input to s from its start offsets, in batches of n (a
+// feeder), and returns the poison; an error fails the test.
+func feedAll(t testing.TB, s *Sink, input []kafka.Record, n int) []Poison {
+	t.Helper()
+	poison, err := newFeeder(input, n).run(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return poison
+}
+
+// feedAndClose feeds input to s as feedAll does, then closes s; an error
+// fails the test.
+func feedAndClose(t testing.TB, s *Sink, input []kafka.Record, n int) {
+	t.Helper()
+	feedAll(t, s, input, n)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // spread builds n records per partition of topics, with receive times
 // spread evenly over hours hours from base.
 func spread(topics []string, partitions int32, n int, hours int) []kafka.Record {
@@ -399,7 +323,7 @@ func spread(topics []string, partitions int32, n int, hours int) []kafka.Record 
 	for _, topic := range topics {
 		for p := range partitions {
 			for i := range n {
-				out = append(out, capsuleRecord(topic, p, int64(i), base.Add(time.Duration(i)*step)))
+				out = append(out, testsupport.CapsuleRecord(topic, p, int64(i), base.Add(time.Duration(i)*step)))
 			}
 		}
 	}
@@ -418,7 +342,7 @@ func checkExactlyOnce(t testing.TB, root string, input []kafka.Record) published
 			continue
 		}
 		dt, _ := time.Parse(time.RFC3339, m["dt"].(string))
-		want[testUUID(r.Topic, r.Partition, r.Offset)] = hourDir(r.Topic, dt.Truncate(time.Hour).Unix())
+		want[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)] = hourDir(r.Topic, dt.Truncate(time.Hour).Unix())
 	}
 	missing, dup := 0, 0
 	for u, dir := range want {

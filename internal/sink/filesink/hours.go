@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -234,30 +233,13 @@ func (s *Sink) saveHours(hs *hourState) error {
 
 // loadHours reads every topic's closing state.
 func (s *Sink) loadHours() error {
-	entries, err := os.ReadDir(s.abs(hoursDir))
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasSuffix(name, ".tmp") {
-			if err := os.Remove(s.abs(path.Join(hoursDir, name))); err != nil {
-				return err
-			}
-			continue
-		}
-		if !strings.HasSuffix(name, ".json") {
-			continue
-		}
+	return s.eachStateFile(hoursDir, func(name string) error {
 		b, err := os.ReadFile(s.abs(path.Join(hoursDir, name)))
 		if err != nil {
 			return err
 		}
-		if err := s.addHours(name, b); err != nil {
-			return err
-		}
-	}
-	return nil
+		return s.addHours(name, b)
+	})
 }
 
 // addHours loads one topic's closing state, read from the file name.

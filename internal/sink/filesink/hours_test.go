@@ -8,13 +8,33 @@ import (
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // hoursSink is a JSON-lines sink on a test clock with Lateness and
 // IdleAfter of one hour.
-func hoursSink(t *testing.T, root string, clk *clock) *Sink {
+func hoursSink(t *testing.T, root string, clk *testsupport.Clock) *Sink {
 	t.Helper()
 	return openSink(t, Config{Root: root, Format: JSONLines, Now: clk.Now, Lateness: time.Hour})
+}
+
+// startHours opens a hoursSink in a new root, on a clock at 07:00, and
+// returns it with a writer to it.
+func startHours(t *testing.T) (root string, clk *testsupport.Clock, s *Sink, w *writer) {
+	t.Helper()
+	root = t.TempDir()
+	clk = testsupport.NewClock(at("07:00"))
+	s = hoursSink(t, root, clk)
+	return root, clk, s, &writer{t: t, s: s, next: map[int32]int64{}}
+}
+
+// assign assigns partitions of topic t to s (StartOffsets), which
+// publishes what s holds.
+func assign(t *testing.T, s *Sink, partitions ...int32) {
+	t.Helper()
+	if _, err := s.StartOffsets(t.Context(), map[string][]int32{"t": partitions}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // writeAt writes one record per minute of [from, to) to a partition.
@@ -28,7 +48,7 @@ func (w *writer) write(p int32, from, to time.Time) {
 	w.t.Helper()
 	var batch []kafka.Record
 	for dt := from; dt.Before(to); dt = dt.Add(time.Minute) {
-		batch = append(batch, capsuleRecord("t", p, w.next[p], dt))
+		batch = append(batch, testsupport.CapsuleRecord("t", p, w.next[p], dt))
 		w.next[p]++
 	}
 	if _, err := w.s.Write(w.t.Context(), batch); err != nil {
@@ -52,7 +72,7 @@ func closed(t *testing.T, root string) []string {
 	return out
 }
 
-func closeHours(t *testing.T, s *Sink, clk *clock, at time.Time) []string {
+func closeHours(t *testing.T, s *Sink, clk *testsupport.Clock, at time.Time) []string {
 	t.Helper()
 	clk.Set(at)
 	if err := s.CloseHours(t.Context()); err != nil {
@@ -71,14 +91,9 @@ func at(hhmm string) time.Time {
 
 // An hour closes only when every partition is Lateness past its end.
 func TestSuccessWaitsForEveryPartition(t *testing.T) {
-	root := t.TempDir()
-	clk := newClock(at("07:00"))
-	s := hoursSink(t, root, clk)
+	root, clk, s, w := startHours(t)
 	defer s.Close()
-	if _, err := s.StartOffsets(t.Context(), map[string][]int32{"t": {0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	w := &writer{t: t, s: s, next: map[int32]int64{}}
+	assign(t, s, 0, 1)
 	w.write(0, at("07:00"), at("08:00"))
 	w.write(1, at("07:00"), at("08:00"))
 	clk.Set(at("08:50"))
@@ -88,7 +103,7 @@ func TestSuccessWaitsForEveryPartition(t *testing.T) {
 		t.Fatalf("closed %v while partition 1 is at 08:20", got)
 	}
 	// Its files are published anyway (by age), just not marked.
-	if p := readPublished(t, root); p.byUUID[testUUID("t", 1, 0)] != 1 {
+	if p := readPublished(t, root); p.byUUID[testsupport.EventUUID("t", 1, 0)] != 1 {
 		t.Fatal("hour 07 of partition 1 not published by age")
 	}
 	w.write(1, at("08:20"), at("09:05"))
@@ -99,7 +114,7 @@ func TestSuccessWaitsForEveryPartition(t *testing.T) {
 	p := readPublished(t, root)
 	for part := range int32(2) {
 		for off := range int64(60) {
-			if p.byUUID[testUUID("t", part, off)] != 1 {
+			if p.byUUID[testsupport.EventUUID("t", part, off)] != 1 {
 				t.Fatalf("record %d/%d of a closed hour not published", part, off)
 			}
 		}
@@ -108,11 +123,8 @@ func TestSuccessWaitsForEveryPartition(t *testing.T) {
 
 // The wall clock must be Lateness past an hour, even when the data is.
 func TestSuccessWaitsForLateness(t *testing.T) {
-	root := t.TempDir()
-	clk := newClock(at("07:00"))
-	s := hoursSink(t, root, clk)
+	root, clk, s, w := startHours(t)
 	defer s.Close()
-	w := &writer{t: t, s: s, next: map[int32]int64{}}
 	w.write(0, at("07:00"), at("07:30"))
 	w.write(0, at("12:00"), at("12:01")) // a record from the future
 	if got := closeHours(t, s, clk, at("08:59")); len(got) != 0 {
@@ -133,19 +145,12 @@ func TestSuccessWaitsForLateness(t *testing.T) {
 // A partition that delivers nothing for IdleAfter stops holding hours back;
 // an assigned partition that never delivered anything holds them until then.
 func TestSuccessIdlePartition(t *testing.T) {
-	root := t.TempDir()
-	clk := newClock(at("07:00"))
-	s := hoursSink(t, root, clk)
+	_, clk, s, w := startHours(t)
 	defer s.Close()
-	if _, err := s.StartOffsets(t.Context(), map[string][]int32{"t": {0}}); err != nil {
-		t.Fatal(err)
-	}
-	w := &writer{t: t, s: s, next: map[int32]int64{}}
+	assign(t, s, 0)
 	w.write(0, at("07:00"), at("09:30"))
 	clk.Set(at("08:30"))
-	if _, err := s.StartOffsets(t.Context(), map[string][]int32{"t": {1}}); err != nil { // a rebalance adds partition 1
-		t.Fatal(err)
-	}
+	assign(t, s, 1) // a rebalance adds partition 1
 	if got := closeHours(t, s, clk, at("09:10")); len(got) != 0 {
 		t.Fatalf("closed %v while partition 1, assigned 40 minutes ago, delivered nothing", got)
 	}
@@ -159,10 +164,7 @@ func TestSuccessIdlePartition(t *testing.T) {
 
 // A record for a closed hour is still published there (and logged).
 func TestSuccessLateRecord(t *testing.T) {
-	root := t.TempDir()
-	clk := newClock(at("07:00"))
-	s := hoursSink(t, root, clk)
-	w := &writer{t: t, s: s, next: map[int32]int64{}}
+	root, clk, s, w := startHours(t)
 	w.write(0, at("07:00"), at("07:10"))
 	if got := closeHours(t, s, clk, at("09:00")); !slices.Equal(got, []string{"05/07"}) {
 		t.Fatalf("closed %v", got)
@@ -171,7 +173,7 @@ func TestSuccessLateRecord(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if p := readPublished(t, root); p.byUUID[testUUID("t", 0, 10)] != 1 || p.hourOf[testUUID("t", 0, 10)] != hourDir("t", at("07:00").Unix()) {
+	if p := readPublished(t, root); p.byUUID[testsupport.EventUUID("t", 0, 10)] != 1 || p.hourOf[testsupport.EventUUID("t", 0, 10)] != hourDir("t", at("07:00").Unix()) {
 		t.Fatal("the late record was not published in its hour")
 	}
 }
@@ -180,14 +182,9 @@ func TestSuccessLateRecord(t *testing.T) {
 // before the crash is still closed after it, though its records are not
 // consumed again.
 func TestSuccessAfterRestart(t *testing.T) {
-	root := t.TempDir()
-	clk := newClock(at("07:00"))
-	s := hoursSink(t, root, clk)
-	w := &writer{t: t, s: s, next: map[int32]int64{}}
+	root, clk, s, w := startHours(t)
 	w.write(0, at("07:00"), at("07:10"))
-	if _, err := s.StartOffsets(t.Context(), map[string][]int32{"t": {0}}); err != nil { // publishes
-		t.Fatal(err)
-	}
+	assign(t, s, 0) // publishes
 	s.crash()
 	s = hoursSink(t, root, clk)
 	defer s.Close()

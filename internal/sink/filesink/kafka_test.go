@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // The sink driven by kafka.ConsumeBatches, as the sink runner will: a crash
@@ -34,7 +35,7 @@ func TestWithConsumeBatches(t *testing.T) {
 	var recs []*kgo.Record
 	for p := range int32(partitions) {
 		for i := range perPartition {
-			r := capsuleRecord(topic, p, i, base.Add(time.Duration(i)*10*time.Second))
+			r := testsupport.CapsuleRecord(topic, p, i, base.Add(time.Duration(i)*10*time.Second))
 			input = append(input, r)
 			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: r.Value})
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/sink"
 	"github.com/eventlogging/eventlogging/internal/sink/columns"
 )
 
@@ -36,8 +37,6 @@ const (
 	kindJSON   = columns.JSON
 )
 
-var kindNames = columns.KindNames
-
 // pqField is a field of a Parquet schema, with what it takes to build rows.
 type pqField struct {
 	name   string
@@ -54,18 +53,6 @@ type pqSchema struct {
 	schema  *parquet.Schema
 	root    *pqField
 	columns int
-}
-
-// capsuleFields are the EventLogging capsule's own fields (besides
-// "event"), with their Parquet kinds.
-var capsuleFields = []struct {
-	name string
-	kind kind
-}{
-	{"schema", kindString}, {"revision", kindInt}, {"wiki", kindString},
-	{"webHost", kindString}, {"recvFrom", kindString}, {"seqId", kindInt},
-	{"timestamp", kindInt}, {"dt", kindString}, {"uuid", kindString},
-	{"userAgent", kindString}, {"clientIp", kindString}, {"topic", kindString},
 }
 
 // eventErrorDoc describes capsule.EventError, the event of error records,
@@ -125,7 +112,7 @@ func (s *Sink) parquetSchema(ctx context.Context, m map[string]any, platform boo
 	}
 	switch {
 	case err == nil:
-	case errors.Is(err, schema.ErrNotFound), errors.Is(err, schema.ErrInvalidSchema), errors.Is(err, schema.ErrInvalidID):
+	case sink.PermanentSchemaError(err):
 		return nil, "schema: " + err.Error(), nil
 	default:
 		return nil, "", fmt.Errorf("filesink: resolve schema: %w", err)
@@ -165,8 +152,8 @@ func buildSchema(key string, doc map[string]any, platform bool) (*pqSchema, erro
 		root.fields = top.fields
 	} else {
 		root.fields = append(root.fields, fromColumns(columns.Build(doc, "event", doc, 1)))
-		for _, cf := range capsuleFields {
-			root.fields = append(root.fields, &pqField{name: cf.name, kind: cf.kind})
+		for _, cf := range columns.CapsuleFields {
+			root.fields = append(root.fields, fromColumns(cf))
 		}
 		slices.SortFunc(root.fields, func(a, b *pqField) int { return strings.Compare(a.name, b.name) })
 	}
@@ -192,9 +179,6 @@ func fromColumns(c *columns.Field) *pqField {
 	}
 	return f
 }
-
-// kindOf maps a JSON Schema node to its Parquet kind (columns.KindOf).
-func kindOf(js map[string]any) kind { return columns.KindOf(js) }
 
 // number assigns leaf column indexes and definition levels below f (whose
 // own definition level is def), returning the next free column index.

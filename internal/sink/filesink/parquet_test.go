@@ -19,20 +19,14 @@ import (
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // The Parquet schema of Test/1: the event's nested objects are groups,
 // scalars map to their physical types, arrays and free objects to JSON
 // text, and the capsule fields are added. Every field is optional.
 func TestParquetSchemaFromJSONSchema(t *testing.T) {
-	sch, err := testSchemas(t).Resolve(t.Context(), schema.ID{Name: "Test", Revision: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pq, err := buildSchema("Test/1", sch.Document(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pq := testParquetSchema(t)
 	want := `message eventlogging {
 	optional binary clientIp (STRING);
 	optional binary dt (STRING);
@@ -63,33 +57,6 @@ func TestParquetSchemaFromJSONSchema(t *testing.T) {
 }`
 	if got := pq.schema.String(); got != want {
 		t.Fatalf("schema:\n%s\nwant:\n%s", got, want)
-	}
-}
-
-func TestKindOf(t *testing.T) {
-	for _, tc := range []struct {
-		js   string
-		want kind
-	}{
-		{`{"type":"string","format":"date-time"}`, kindString},
-		{`{"type":["integer","null"]}`, kindInt},
-		{`{"type":["integer","number"]}`, kindDouble},
-		{`{"type":["string","integer"]}`, kindJSON},
-		{`{"type":"object"}`, kindJSON},
-		{`{"type":"object","properties":{}}`, kindJSON},
-		{`{"properties":{"a":{"type":"string"}}}`, kindGroup},
-		{`{"enum":["a","b"]}`, kindString},
-		{`{"enum":["a",1]}`, kindJSON},
-		{`{"type":"array"}`, kindJSON},
-		{`{}`, kindJSON},
-	} {
-		var js map[string]any
-		if err := json.Unmarshal([]byte(tc.js), &js); err != nil {
-			t.Fatal(err)
-		}
-		if got := kindOf(js); got != tc.want {
-			t.Errorf("kindOf(%s) = %s, want %s", tc.js, kindNames[got], kindNames[tc.want])
-		}
 	}
 }
 
@@ -126,15 +93,15 @@ func parquetInput() (good, bad []kafka.Record) {
 		dt := base.Add(time.Duration(i) * time.Minute)
 		good = append(good, kafka.Record{Topic: "eventlogging_Test", Partition: 2, Offset: int64(i), Timestamp: dt,
 			Value: fmt.Appendf(nil, `{"event":{"action":"v2","count":%d,"added":"yes"},"schema":"Test","revision":2,"dt":%q,"uuid":%q}`,
-				i, dt.Format(time.RFC3339), testUUID("eventlogging_Test", 2, int64(i)))})
+				i, dt.Format(time.RFC3339), testsupport.EventUUID("eventlogging_Test", 2, int64(i)))})
 		good = append(good, kafka.Record{Topic: "button_click", Partition: 0, Offset: int64(i), Timestamp: dt,
 			Value: fmt.Appendf(nil, `{"$schema":"/analytics/button_click/1.0.0","dt":"2020-01-01T00:00:00Z","button":"b%d","clicks":%d,"meta":{"id":%q,"dt":%q,"stream":"button_click"}}`,
-				i, i, testUUID("button_click", 0, int64(i)), dt.Format(time.RFC3339))})
+				i, i, testsupport.EventUUID("button_click", 0, int64(i)), dt.Format(time.RFC3339))})
 	}
 	ec := capsule.ErrorCapsule{
 		Event:  capsule.EventError{RawEvent: "?%7B", Message: "bad", Code: capsule.CodeProcessor, Schema: "unknown", Revision: -1, Source: &capsule.Source{Topic: "raw", Partition: 3, Offset: 42}},
 		Schema: capsule.EventErrorSchema, Revision: capsule.EventErrorRevision, Timestamp: base.Unix(), DT: capsule.FormatDT(base),
-		UUID: testUUID(capsule.TopicEventError, 0, 0), Topic: capsule.TopicEventError,
+		UUID: testsupport.EventUUID(capsule.TopicEventError, 0, 0), Topic: capsule.TopicEventError,
 	}
 	good = append(good, kafka.Record{Topic: capsule.TopicEventError, Partition: 0, Offset: 0, Value: ec.AppendJSON(nil), Timestamp: base})
 	bad = []kafka.Record{
@@ -190,7 +157,7 @@ func TestParquetWriteAndRead(t *testing.T) {
 	}
 
 	// Values read back by parquet-go: nested groups are maps again.
-	got := p.rows[testUUID("eventlogging_Test", 1, 120)]
+	got := p.rows[testsupport.EventUUID("eventlogging_Test", 1, 120)]
 	ev, _ := got["event"].(map[string]any)
 	nested, _ := ev["nested"].(map[string]any)
 	depth, _ := nested["depth"].(map[string]any)
@@ -199,11 +166,11 @@ func TestParquetWriteAndRead(t *testing.T) {
 		got["revision"] != int64(1) || got["dt"] != "2024-01-05T09:24:00Z" || got["seqId"] != int64(120) || got["clientIp"] != nil {
 		t.Fatalf("row read back: %#v", got)
 	}
-	pl := p.rows[testUUID("button_click", 0, 7)]
+	pl := p.rows[testsupport.EventUUID("button_click", 0, 7)]
 	if meta, _ := pl["meta"].(map[string]any); pl["button"] != "b7" || pl["clicks"] != int64(7) || meta["stream"] != "button_click" || pl["$schema"] != "/analytics/button_click/1.0.0" {
 		t.Fatalf("Event Platform row: %#v", pl)
 	}
-	er := p.rows[testUUID(capsule.TopicEventError, 0, 0)]
+	er := p.rows[testsupport.EventUUID(capsule.TopicEventError, 0, 0)]
 	if ee, _ := er["event"].(map[string]any); ee["code"] != "processor" || ee["source"].(map[string]any)["offset"] != int64(42) {
 		t.Fatalf("EventError row: %#v", er)
 	}
@@ -323,12 +290,7 @@ func TestParquetRowGroups(t *testing.T) {
 	root := t.TempDir()
 	s := openSink(t, Config{Root: root, Format: Parquet, Schemas: testSchemas(t), RowGroupBytes: 64 << 10})
 	input := spread([]string{"t"}, 1, 3000, 1)
-	if _, err := newFeeder(input, 1000).run(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	feedAndClose(t, s, input, 1000)
 	files, _ := filepath.Glob(filepath.Join(root, "t", "*", "*", "*", "*", "*.parquet"))
 	f, _ := os.Open(files[0])
 	defer f.Close()

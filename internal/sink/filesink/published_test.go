@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // publishedCounter is a Config.Published that sums the records per topic.
@@ -35,14 +37,12 @@ func (c *publishedCounter) get() map[string]int {
 // of the records of a crashed checkpoint when Open finishes its renames.
 func TestPublishedCounts(t *testing.T) {
 	root := t.TempDir()
-	clk := newClock(base.Add(30 * time.Minute))
+	clk := testsupport.NewClock(base.Add(30 * time.Minute))
 	var pub publishedCounter
 	cfg := Config{Root: root, Format: JSONLines, MaxFileAge: 10 * time.Minute, Now: clk.Now, Published: pub.add}
 	s := openSink(t, cfg)
 	input := spread([]string{"eventlogging_Test", "eventlogging_Other"}, 2, 50, 1)
-	if _, err := newFeeder(input, 40).run(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
+	feedAll(t, s, input, 40)
 	if got := pub.get(); len(got) != 0 {
 		t.Fatalf("published %v before any checkpoint: the records are in temp files only", got)
 	}

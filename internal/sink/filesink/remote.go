@@ -152,11 +152,8 @@ func (s *Sink) checkpointRemote(st *partState) error {
 		}
 	}
 	pub.m.Pending = pend
-	// The files are the checkpoint's now: new records open new files.
-	s.open -= len(st.files)
-	clear(st.files)
-	st.due = false
-	st.openedAt = time.Time{}
+	// The files are the checkpoint's now.
+	s.releaseFiles(st)
 	st.publishing = pub
 	if err := s.hookAt(pointSynced); err != nil {
 		return err
@@ -201,15 +198,12 @@ func (s *Sink) publishRemote(st *partState) error {
 	if err := s.hookAt(pointPublished); err != nil {
 		return err
 	}
-	records := 0
 	for _, e := range done.Files {
-		s.log.Debug("published", "file", e.Final, "records", e.Records)
-		records += e.Records
 		if err := os.Remove(s.abs(e.Tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("cannot delete uploaded temp file; the next Open does", "file", e.Tmp, "err", err)
 		}
 	}
-	s.countPublished(st.topic, records)
+	s.notePublished(st.topic, done.Files)
 	st.published = done.LastOffset
 	st.publishing = nil
 	return nil
@@ -330,7 +324,9 @@ func (s *Sink) resolvePending(ctx context.Context, m *manifest) (bool, error) {
 	return forward, s.store.Put(ctx, manifestPath(m.Topic, m.Partition), append(b, '\n'))
 }
 
-// clearInprogress deletes every temp file of the staging directory.
+// clearInprogress deletes every temp file of the in-progress directory
+// (of the root, or of the staging directory) and returns how many there
+// were.
 func (s *Sink) clearInprogress() (int, error) {
 	orphans := 0
 	err := filepath.WalkDir(s.abs(inprogressDir), func(_ string, d fs.DirEntry, err error) error {

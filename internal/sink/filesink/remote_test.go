@@ -58,12 +58,7 @@ func TestRemoteCrashAtEveryStep(t *testing.T) {
 					s = openSink(t, cfg)
 					s.crash()
 					s = openSink(t, cfg)
-					if _, err := newFeeder(input, 60).run(t.Context(), s); err != nil {
-						t.Fatal(err)
-					}
-					if err := s.Close(); err != nil {
-						t.Fatal(err)
-					}
+					feedAndClose(t, s, input, 60)
 					checkExactlyOnce(t, storeRoot, input)
 					checkNoTemps(t, cfg.Staging)
 				})

@@ -1,7 +1,6 @@
 package filesink
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,34 +105,15 @@ func remoteKill9(t *testing.T, target string) {
 	for round := range 5 {
 		prev := manifests()
 		progress := 0
-		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestRemoteKill9Child$", "-test.v")
-		cmd.Env = append(os.Environ(), childRemoteEnv+"="+target+"\n"+staging)
-		out := &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(2 * time.Minute)
+		cmd, out := testsupport.StartChild(t, "TestRemoteKill9Child", childRemoteEnv+"="+target+"\n"+staging)
 		want := 2 + rand.IntN(12)
-		for progress < want {
+		testsupport.WaitChild(t, cmd, out, 2*time.Minute, 20*time.Millisecond, fmt.Sprintf("round %d: the child made no progress", round), func() bool {
 			now := manifests()
 			progress += changed(prev, now)
 			prev = now
-			if time.Now().After(deadline) {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-				t.Fatalf("round %d: the child made no progress:\n%s", round, out.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if err := cmd.Process.Signal(os.Kill); err != nil {
-			t.Fatal(err)
-		}
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.Success() {
-			t.Fatalf("round %d: the child finished before it was killed (%v):\n%s", round, err, out.String())
-		}
+			return progress >= want
+		})
+		testsupport.KillChild(t, cmd, fmt.Sprintf("round %d", round), out)
 		pending := 0
 		for _, m := range manifests() {
 			if strings.Contains(m, `"pending"`) {
@@ -143,12 +123,7 @@ func remoteKill9(t *testing.T, target string) {
 		t.Logf("round %d: killed after %d checkpoints, %d manifests pending", round, progress, pending)
 	}
 	s := openSink(t, Config{Root: target, Staging: staging, Format: Parquet, Schemas: testSchemas(t)})
-	if _, err := newFeeder(input, 500).run(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	feedAndClose(t, s, input, 500)
 	local := testsupport.DownloadTree(t, target, stateDir+"/")
 	p := checkExactlyOnce(t, local, input)
 	checkNoTemps(t, staging)
@@ -162,7 +137,7 @@ func TestRemoteKill9Child(t *testing.T) {
 		t.Skip("child process of TestRemoteKill9")
 	}
 	target, staging, _ := strings.Cut(env, "\n")
-	s, err := Open(Config{Root: target, Staging: staging, Format: Parquet, Schemas: testSchemas(t), MaxFileBytes: 16 << 10, Logger: testLogger(t)})
+	s, err := Open(Config{Root: target, Staging: staging, Format: Parquet, Schemas: testSchemas(t), MaxFileBytes: 16 << 10, Logger: testsupport.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,8 +161,8 @@ func checkPyarrow(t *testing.T, srv testsupport.S3Server, bucket string, input [
 		}
 		dt, _ := time.Parse(time.RFC3339, m["dt"].(string))
 		wantHours[hourDir(r.Topic, dt.Truncate(time.Hour).Unix())]++
-		if n := got.UUIDs[testUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
-			t.Fatalf("pyarrow read uuid %s %d times", testUUID(r.Topic, r.Partition, r.Offset), n)
+		if n := got.UUIDs[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
+			t.Fatalf("pyarrow read uuid %s %d times", testsupport.EventUUID(r.Topic, r.Partition, r.Offset), n)
 		}
 	}
 	if len(got.UUIDs) != len(input) {
@@ -310,7 +285,7 @@ func TestRemoteStoreStopped(t *testing.T) {
 func BenchmarkWriteTarget(b *testing.B) {
 	run := func(b *testing.B, cfg Config) {
 		cfg.Format, cfg.Schemas, cfg.MaxFileBytes = Parquet, testSchemas(b), 8<<20
-		cfg.Logger = testLogger(b)
+		cfg.Logger = testsupport.Logger(b)
 		benchWrite(b, cfg)
 	}
 	b.Run("local", func(b *testing.B) { run(b, Config{Root: b.TempDir()}) })

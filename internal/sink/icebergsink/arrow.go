@@ -29,12 +29,7 @@ func arrowBatches(sc *arrow.Schema, rows []row) ([]arrow.RecordBatch, error) {
 	for start := 0; start < len(rows); start += maxBatchRows {
 		end := min(start+maxBatchRows, len(rows))
 		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-		apps := make([]appender, len(sc.Fields()))
-		names := make([]string, len(sc.Fields()))
-		for i, f := range sc.Fields() {
-			apps[i] = appenderFor(f.Type, b.Field(i))
-			names[i] = f.Name
-		}
+		apps, names := fieldAppenders(sc.Fields(), b.Field)
 		b.Reserve(end - start)
 		for _, r := range rows[start:end] {
 			for i, app := range apps {
@@ -55,102 +50,25 @@ func arrowBatches(sc *arrow.Schema, rows []row) ([]arrow.RecordBatch, error) {
 func appenderFor(t arrow.DataType, b array.Builder) appender {
 	switch bb := b.(type) {
 	case *array.StringBuilder:
-		return func(v any) error {
-			switch x := v.(type) {
-			case nil:
-				bb.AppendNull()
-			case string:
-				bb.Append(x)
-			default:
-				return fmt.Errorf("got %T, want string", v)
-			}
-			return nil
-		}
+		return scalar(bb, "string", same[string])
 	case *array.LargeStringBuilder:
-		return func(v any) error {
-			switch x := v.(type) {
-			case nil:
-				bb.AppendNull()
-			case string:
-				bb.Append(x)
-			default:
-				return fmt.Errorf("got %T, want string", v)
-			}
-			return nil
-		}
+		return scalar(bb, "string", same[string])
 	case *array.Int64Builder:
-		return func(v any) error {
-			switch x := v.(type) {
-			case nil:
-				bb.AppendNull()
-			case int64:
-				bb.Append(x)
-			default:
-				return fmt.Errorf("got %T, want int64", v)
-			}
-			return nil
-		}
+		return scalar(bb, "int64", same[int64])
 	case *array.Int32Builder:
-		return func(v any) error {
-			switch x := v.(type) {
-			case nil:
-				bb.AppendNull()
-			case int64:
-				bb.Append(int32(x))
-			default:
-				return fmt.Errorf("got %T, want int32", v)
-			}
-			return nil
-		}
+		return scalar(bb, "int32", func(x int64) (int32, error) { return int32(x), nil })
 	case *array.Float64Builder:
-		return func(v any) error {
-			switch x := v.(type) {
-			case nil:
-				bb.AppendNull()
-			case float64:
-				bb.Append(x)
-			default:
-				return fmt.Errorf("got %T, want float64", v)
-			}
-			return nil
-		}
+		return scalar(bb, "float64", same[float64])
 	case *array.BooleanBuilder:
-		return func(v any) error {
-			switch x := v.(type) {
-			case nil:
-				bb.AppendNull()
-			case bool:
-				bb.Append(x)
-			default:
-				return fmt.Errorf("got %T, want bool", v)
-			}
-			return nil
-		}
+		return scalar(bb, "bool", same[bool])
 	case *array.TimestampBuilder:
 		unit := t.(*arrow.TimestampType).Unit
-		return func(v any) error {
-			switch x := v.(type) {
-			case nil:
-				bb.AppendNull()
-			case time.Time:
-				ts, err := arrow.TimestampFromTime(x, unit)
-				if err != nil {
-					return err
-				}
-				bb.Append(ts)
-			default:
-				return fmt.Errorf("got %T, want time", v)
-			}
-			return nil
-		}
+		return scalar(bb, "time", func(x time.Time) (arrow.Timestamp, error) {
+			return arrow.TimestampFromTime(x, unit)
+		})
 	case *array.StructBuilder:
 		st := t.(*arrow.StructType)
-		apps := make([]appender, st.NumFields())
-		names := make([]string, st.NumFields())
-		for i, f := range st.Fields() {
-			apps[i] = appenderFor(f.Type, bb.FieldBuilder(i))
-			names[i] = f.Name
-		}
+		apps, names := fieldAppenders(st.Fields(), bb.FieldBuilder)
 		return func(v any) error {
 			switch x := v.(type) {
 			case nil:
@@ -175,3 +93,44 @@ func appenderFor(t arrow.DataType, b array.Builder) appender {
 		return nil
 	}
 }
+
+// fieldAppenders returns the appenders of the builders of fields (builder
+// returns the i-th) and the fields' names.
+func fieldAppenders(fields []arrow.Field, builder func(i int) array.Builder) ([]appender, []string) {
+	apps := make([]appender, len(fields))
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		apps[i] = appenderFor(f.Type, builder(i))
+		names[i] = f.Name
+	}
+	return apps, names
+}
+
+// builderOf is an Arrow builder of values of type E.
+type builderOf[E any] interface {
+	Append(E)
+	AppendNull()
+}
+
+// scalar returns the appender of a builder of E taking values of type V
+// (converted by conv) or nil; want names V in errors.
+func scalar[V, E any](b builderOf[E], want string, conv func(V) (E, error)) appender {
+	return func(v any) error {
+		switch x := v.(type) {
+		case nil:
+			b.AppendNull()
+		case V:
+			e, err := conv(x)
+			if err != nil {
+				return err
+			}
+			b.Append(e)
+		default:
+			return fmt.Errorf("got %T, want %s", v, want)
+		}
+		return nil
+	}
+}
+
+// same is the conversion of a value appended as it is.
+func same[T any](x T) (T, error) { return x, nil }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // Capsules of two partitions over three hours land in one table, once
@@ -20,9 +21,7 @@ func TestWriteCapsules(t *testing.T) {
 			if p := feed(t, s, input, 100); len(p) != 0 {
 				t.Fatalf("poison: %v", p)
 			}
-			if err := s.Flush(t.Context()); err != nil {
-				t.Fatal(err)
-			}
+			flush(t, s)
 			tbl := loadTable(t, s, "Test")
 			rows := scanRows(t, tbl)
 			if len(rows) != 600 {
@@ -30,7 +29,7 @@ func TestWriteCapsules(t *testing.T) {
 			}
 			byUUID := countBy(rows, "uuid")
 			for _, r := range input {
-				if n := byUUID[testUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
+				if n := byUUID[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
 					t.Fatalf("uuid of %d/%d seen %d times", r.Partition, r.Offset, n)
 				}
 			}
@@ -77,9 +76,7 @@ func TestWritePlatform(t *testing.T) {
 		input = append(input, platformRecord("eqiad.analytics.button-click", 0, int64(i), base.Add(time.Duration(i)*time.Minute)))
 	}
 	feed(t, s, input, 10)
-	if err := s.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	flush(t, s)
 	rows := scanRows(t, loadTable(t, s, "analytics_button_click"))
 	if len(rows) != 10 {
 		t.Fatalf("rows = %d", len(rows))
@@ -94,7 +91,7 @@ func TestWritePlatform(t *testing.T) {
 // earlier when MaxBufferedRows rows wait.
 func TestCommitInterval(t *testing.T) {
 	e := sqliteEnv(t)
-	clk := &clock{t: base}
+	clk := testsupport.NewClock(base)
 	cfg := e.config(t)
 	cfg.CommitInterval = time.Minute
 	cfg.MaxBufferedRows = 250

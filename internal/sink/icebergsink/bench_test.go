@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // BenchmarkWrite feeds 1,000-record batches of capsules (one table, one
@@ -27,7 +28,7 @@ func BenchmarkWrite(b *testing.B) {
 		b.StopTimer()
 		for j := range records {
 			off := int64(i*batch + j)
-			records[j] = capsuleRecord("eventlogging_Test", 0, off, base.Add(time.Duration(off)*time.Second))
+			records[j] = testsupport.CapsuleRecord("eventlogging_Test", 0, off, base.Add(time.Duration(off)*time.Second))
 		}
 		b.StartTimer()
 		if _, err := s.WriteRecords(b.Context(), records); err != nil {

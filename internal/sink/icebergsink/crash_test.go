@@ -8,6 +8,7 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/dbtest"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 var errCrash = errors.New("simulated crash")
@@ -36,7 +37,7 @@ func mixed(topic string, from, n int) []kafka.Record {
 		if i%3 == 0 {
 			out = append(out, platformRecord(topic, 0, int64(i), dt))
 		} else {
-			out = append(out, capsuleRecord(topic, 0, int64(i), dt))
+			out = append(out, testsupport.CapsuleRecord(topic, 0, int64(i), dt))
 		}
 	}
 	return out
@@ -53,7 +54,7 @@ func checkOnce(t *testing.T, s *Sink, input []kafka.Record) {
 		t.Errorf("%d distinct uuids stored, want %d", len(got), len(input))
 	}
 	for _, r := range input {
-		if n := got[testUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
+		if n := got[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
 			t.Errorf("offset %d stored %d times", r.Offset, n)
 		}
 	}
@@ -91,9 +92,7 @@ func TestCrash(t *testing.T) {
 					}
 					s := openSink(t, cfg)
 					feed(t, s, first, 100)
-					if err := s.Flush(t.Context()); err != nil {
-						t.Fatal(err)
-					}
+					flush(t, s)
 					feed(t, s, second, 100)
 					if tc.point != "" {
 						armed = true
@@ -118,9 +117,7 @@ func TestCrash(t *testing.T) {
 					all := append(first, second...)
 					feed(t, s, all[start:], 100)
 					feed(t, s, all, 100) // redelivered from older offsets: skipped
-					if err := s.Flush(t.Context()); err != nil {
-						t.Fatal(err)
-					}
+					flush(t, s)
 					checkOnce(t, s, all)
 					// A sink reopened now redelivers nothing stored.
 					s.crash()
@@ -157,7 +154,7 @@ func TestConcurrentSinks(t *testing.T) {
 					var in []kafka.Record
 					for i := range 200 {
 						off := int64(round*200 + i)
-						in = append(in, capsuleRecord(topic, int32(p), off, base.Add(time.Duration(off)*time.Second)))
+						in = append(in, testsupport.CapsuleRecord(topic, int32(p), off, base.Add(time.Duration(off)*time.Second)))
 					}
 					all = append(all, in...)
 					feed(t, s, in, 100)
@@ -174,7 +171,7 @@ func TestConcurrentSinks(t *testing.T) {
 			// Partition 0 moves from a to b while a holds offsets 600..699.
 			var moved []kafka.Record
 			for i := 600; i < 700; i++ {
-				moved = append(moved, capsuleRecord(topic, 0, int64(i), base.Add(time.Duration(i)*time.Second)))
+				moved = append(moved, testsupport.CapsuleRecord(topic, 0, int64(i), base.Add(time.Duration(i)*time.Second)))
 			}
 			all = append(all, moved...)
 			feed(t, a, moved, 100)
@@ -197,7 +194,7 @@ func TestConcurrentSinks(t *testing.T) {
 				t.Errorf("%d uuids, want %d", len(got), len(all))
 			}
 			for _, r := range all {
-				if n := got[testUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
+				if n := got[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
 					t.Errorf("%d/%d stored %d times", r.Partition, r.Offset, n)
 				}
 			}

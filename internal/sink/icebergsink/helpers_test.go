@@ -1,17 +1,14 @@
 package icebergsink
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,50 +23,19 @@ import (
 // base is the hour the tests' data starts in.
 var base = time.Date(2024, 1, 5, 7, 0, 0, 0, time.UTC)
 
-// testUUID is the deterministic uuid of a test record.
-func testUUID(topic string, partition int32, offset int64) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d/%d", topic, partition, offset))
-	return hex.EncodeToString(sum[:16])
-}
-
-// capsuleRecord builds an EventLogging capsule record of schema Test/1.
-func capsuleRecord(topic string, partition int32, offset int64, dt time.Time) kafka.Record {
-	v := fmt.Appendf(nil, `{"event":{"action":"click","count":%d,"ratio":%d.5,"ok":%t,"nested":{"label":"n%d","depth":{"level":%d}},"tags":["a","b"]},`+
-		`"schema":"Test","revision":1,"wiki":"enwiki","webHost":"en.wikipedia.org","recvFrom":"host%d","seqId":%d,"timestamp":%d,"dt":%q,"uuid":%q,"userAgent":"UA","topic":%q}`,
-		offset, offset, offset%2 == 0, offset, offset%7, partition, offset, dt.Unix(), dt.UTC().Format(time.RFC3339), testUUID(topic, partition, offset), topic)
-	return kafka.Record{Topic: topic, Partition: partition, Offset: offset, Value: v, Timestamp: dt.Add(time.Second)}
-}
-
 // capsule2Record builds a capsule of Test/2 (two added fields).
 func capsule2Record(topic string, partition int32, offset int64, dt time.Time) kafka.Record {
 	v := fmt.Appendf(nil, `{"event":{"action":"v2","count":%d,"added":"a%d","extra":{"n":%d}},"schema":"Test","revision":2,"dt":%q,"uuid":%q}`,
-		offset, offset, offset, dt.UTC().Format(time.RFC3339), testUUID(topic, partition, offset))
+		offset, offset, offset, dt.UTC().Format(time.RFC3339), testsupport.EventUUID(topic, partition, offset))
 	return kafka.Record{Topic: topic, Partition: partition, Offset: offset, Value: v, Timestamp: dt}
 }
 
 // platformRecord builds an Event Platform event of stream analytics.button-click.
 func platformRecord(topic string, partition int32, offset int64, dt time.Time) kafka.Record {
 	v := fmt.Appendf(nil, `{"$schema":"/analytics/button_click/1.0.0","dt":"2000-01-01T00:00:00Z","button":"b%d","clicks":%d,"meta":{"id":%q,"dt":%q,"stream":"analytics.button-click"}}`,
-		offset, offset, testUUID(topic, partition, offset), dt.UTC().Format(time.RFC3339Nano))
+		offset, offset, testsupport.EventUUID(topic, partition, offset), dt.UTC().Format(time.RFC3339Nano))
 	return kafka.Record{Topic: topic, Partition: partition, Offset: offset, Value: v, Timestamp: dt}
 }
-
-// testSchemaDoc is the draft-3 EventLogging schema Test/1.
-const testSchemaDoc = `{
-  "description": "test events",
-  "properties": {
-    "action": {"type": "string", "required": true},
-    "count": {"type": "integer"},
-    "ratio": {"type": "number"},
-    "ok": {"type": "boolean"},
-    "nested": {"type": "object", "properties": {
-      "label": {"type": "string"},
-      "depth": {"type": "object", "properties": {"level": {"type": "integer"}}}
-    }},
-    "tags": {"type": "array", "items": {"type": "string"}},
-    "free": {"type": "object"}
-  }
-}`
 
 // testSchema2Doc is Test/2: two new optional fields, one of them a struct.
 const testSchema2Doc = `{
@@ -101,77 +67,32 @@ const otherSchemaDoc = `{
 // otherRecord builds a capsule of Other/1.
 func otherRecord(topic string, partition int32, offset int64, dt time.Time) kafka.Record {
 	v := fmt.Appendf(nil, `{"event":{"action":"view","count":%d,"page":{"title":"P%d","ns":%d}},"schema":"Other","revision":1,"wiki":"dewiki","dt":%q,"uuid":%q,"clientIp":"10.0.0.%d"}`,
-		offset, offset, offset%4, dt.UTC().Format(time.RFC3339), testUUID(topic, partition, offset), offset%250)
+		offset, offset, offset%4, dt.UTC().Format(time.RFC3339), testsupport.EventUUID(topic, partition, offset), offset%250)
 	return kafka.Record{Topic: topic, Partition: partition, Offset: offset, Value: v, Timestamp: dt}
 }
 
-// platformSchemaDoc is the Event Platform schema /analytics/button_click/1.0.0.
-const platformSchemaDoc = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "title": "analytics/button_click",
-  "type": "object",
-  "properties": {
-    "$schema": {"type": "string"},
-    "dt": {"type": "string", "format": "date-time"},
-    "button": {"type": "string"},
-    "clicks": {"type": "integer"},
-    "meta": {"type": "object", "properties": {
-      "id": {"type": "string"}, "dt": {"type": "string"}, "stream": {"type": "string"}
-    }}
-  }
-}`
+// otherRecords builds n capsules of Other/1 in partition 0 of topic, step
+// apart from base, offsets from 0.
+func otherRecords(topic string, n int, step time.Duration) []kafka.Record {
+	out := make([]kafka.Record, n)
+	for i := range out {
+		out[i] = otherRecord(topic, 0, int64(i), base.Add(time.Duration(i)*step))
+	}
+	return out
+}
 
 // testSchemas writes a schema folder and returns a resolver over it.
 func testSchemas(t testing.TB) *schema.Resolver {
 	t.Helper()
 	dir := t.TempDir()
-	files := map[string]string{
-		"Test/1.json":  testSchemaDoc,
+	testsupport.WriteFiles(t, dir, map[string]string{
+		"Test/1.json":  testsupport.CapsuleSchemaDoc,
 		"Test/2.json":  testSchema2Doc,
 		"Test/3.json":  testSchema3Doc,
 		"Other/1.json": otherSchemaDoc,
-		"jsonschema/analytics/button_click/1.0.0.json": platformSchemaDoc,
-	}
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		"jsonschema/analytics/button_click/1.0.0.json": testsupport.ButtonClickSchemaDoc,
+	})
 	return schema.NewResolver(schema.NewDirSource(dir), schema.ResolverConfig{})
-}
-
-// testLogger logs through t (warnings and up).
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 // env is a catalog and warehouse for a test.
@@ -193,7 +114,7 @@ func sqliteEnv(t testing.TB) env {
 
 // config is a Config for e, with a long commit interval (tests Flush).
 func (e env) config(t testing.TB) Config {
-	return Config{Catalog: e.catalog, Warehouse: e.warehouse, Namespace: e.namespace, Schemas: e.schemas, Logger: testLogger(t), CommitInterval: time.Hour}
+	return Config{Catalog: e.catalog, Warehouse: e.warehouse, Namespace: e.namespace, Schemas: e.schemas, Logger: testsupport.Logger(t), CommitInterval: time.Hour}
 }
 
 // restEnv is a namespace of its own in the test Iceberg REST catalog
@@ -224,6 +145,14 @@ func (s *Sink) crash() {
 	_ = s.closeCatalog()
 }
 
+// flush commits what s holds (Flush), or fails the test.
+func flush(t testing.TB, s *Sink) {
+	t.Helper()
+	if err := s.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // feed writes records in batches of n, acknowledging poison as sink.Run
 // does (by the next call), and returns the poison.
 func feed(t testing.TB, s *Sink, records []kafka.Record, n int) []sink.Poison {
@@ -246,7 +175,7 @@ func spread(topic string, partitions int32, n int, hours int) []kafka.Record {
 	for i := range n {
 		for p := range partitions {
 			dt := base.Add(time.Duration(i*hours) * time.Hour / time.Duration(n))
-			out = append(out, capsuleRecord(topic, p, int64(i), dt))
+			out = append(out, testsupport.CapsuleRecord(topic, p, int64(i), dt))
 		}
 	}
 	return out
@@ -321,4 +250,23 @@ func python(t testing.TB) string {
 		t.Skipf("%s cannot import pyiceberg (%v); skipping the PyIceberg interop test", py, err)
 	}
 	return py
+}
+
+// runPython runs script with the interpreter py (python -c script args…)
+// and decodes what it prints, JSON, into a T. A failure fails the test,
+// with what the script wrote to stderr.
+func runPython[T any](t testing.TB, py, script string, args ...string) T {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), py, append([]string{"-c", script}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
+	}
+	var res T
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("pyiceberg output %q: %v", out, err)
+	}
+	return res
 }

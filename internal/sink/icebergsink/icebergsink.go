@@ -27,7 +27,6 @@ import (
 	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
-	"github.com/eventlogging/eventlogging/internal/schema"
 	"github.com/eventlogging/eventlogging/internal/sink"
 )
 
@@ -39,26 +38,13 @@ const (
 	DefaultMaxBufferedRows = 200_000
 )
 
-// Schemas resolves the schema of an event. Both methods are safe for
-// concurrent use; ctx bounds the lookup. Errors wrapping schema.ErrNotFound,
-// schema.ErrInvalidSchema or schema.ErrInvalidID are permanent (the record
-// becomes poison); any other error is transient (WriteRecords fails and is
-// retried). *schema.Resolver implements it; it is the file sink's
-// filesink.Schemas.
-type Schemas interface {
-	// Resolve returns the schema of a legacy EventLogging event.
-	Resolve(ctx context.Context, id schema.ID) (*schema.Schema, error)
-	// ResolveURI returns the schema of an Event Platform event ("$schema").
-	ResolveURI(ctx context.Context, uri string) (*schema.Schema, error)
-}
+// Schemas resolves the schema of an event (sink.Schemas, as for the file
+// sink); a transient error fails WriteRecords, which is retried.
+type Schemas = sink.Schemas
 
-// AvroDecoder decodes a record in the Confluent Avro wire format back to
-// the JSON object a JSON stream would have carried (*avrowire.Codec, as
-// for the file sink). An error wrapping avrowire.ErrUndecodable means the
-// record is poison; any other error is transient.
-type AvroDecoder interface {
-	DecodeEvent(ctx context.Context, record []byte) (map[string]any, error)
-}
+// AvroDecoder decodes a record in the Avro wire format back to the event
+// it encoded (sink.AvroDecoder, as for the file sink).
+type AvroDecoder = sink.AvroDecoder
 
 // Config configures a Sink. Zero values take the documented defaults.
 type Config struct {

@@ -1,20 +1,20 @@
 package icebergsink
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // killChildEnv carries "catalog URI\nwarehouse" to TestKill9Child.
@@ -42,7 +42,7 @@ func killRecord(p tp, off int64) kafka.Record {
 	case off%3 == 0:
 		return otherRecord(p.topic, p.partition, off, dt)
 	}
-	return capsuleRecord(p.topic, p.partition, off, dt)
+	return testsupport.CapsuleRecord(p.topic, p.partition, off, dt)
 }
 
 // killFeed does what sink.Run does with an assignment of killParts: asks
@@ -133,43 +133,22 @@ func TestKill9(t *testing.T) {
 	began := time.Now()
 	for round := range 5 {
 		commits0, _ := warehouseFiles(t, e.warehouse)
-		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestKill9Child$", "-test.v")
-		cmd.Env = append(os.Environ(), killChildEnv+"="+e.catalog+"\n"+e.warehouse)
-		out := &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, out := testsupport.StartChild(t, "TestKill9Child", killChildEnv+"="+e.catalog+"\n"+e.warehouse)
 		target := 4 + rand.IntN(10) // commits to let land before the kill (2 tables: 2 to 7 rounds)
-		deadline := time.Now().Add(60 * time.Second)
 		lastCommits, dataAtCommit := commits0, -1
 		var commits, data int
-		for {
+		testsupport.WaitChild(t, cmd, out, 60*time.Second, time.Millisecond, fmt.Sprintf("round %d: no commit under way seen", round), func() bool {
 			commits, data = warehouseFiles(t, e.warehouse)
 			if commits != lastCommits || dataAtCommit < 0 {
 				lastCommits, dataAtCommit = commits, data
 			}
-			if commits-commits0 >= target && data > dataAtCommit {
-				break // files written, not committed yet: a commit is under way
-			}
-			if time.Now().After(deadline) {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-				t.Fatalf("round %d: no commit under way seen:\n%s", round, out.String())
-			}
-			time.Sleep(time.Millisecond) // polling the file system, not synchronising
-		}
+			// Files written, not committed yet: a commit is under way.
+			return commits-commits0 >= target && data > dataAtCommit
+		})
 		// Somewhere inside the commit: writing data files, manifests, the
 		// table metadata, or the catalog row.
 		time.Sleep(time.Duration(rand.IntN(25_000)) * time.Microsecond)
-		if err := cmd.Process.Signal(os.Kill); err != nil {
-			t.Fatal(err)
-		}
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.Success() {
-			t.Fatalf("round %d: the child finished before it was killed (%v):\n%s", round, err, out.String())
-		}
+		testsupport.KillChild(t, cmd, fmt.Sprintf("round %d", round), out)
 		after, dataAfter := warehouseFiles(t, e.warehouse)
 		t.Logf("round %d: killed after %d commits, while %d data files were written for the next; by the kill %d files in all, %d more commits landed",
 			round, commits-commits0, data-dataAtCommit, dataAfter-dataAtCommit, after-commits)
@@ -201,7 +180,7 @@ func TestKill9(t *testing.T) {
 	}
 	for _, p := range killParts {
 		for off := int64(0); off < killPerPartition; off++ {
-			if c := got.UUIDs[testUUID(p.topic, p.partition, off)]; c != 1 {
+			if c := got.UUIDs[testsupport.EventUUID(p.topic, p.partition, off)]; c != 1 {
 				t.Fatalf("%s/%d@%d read %d times", p.topic, p.partition, off, c)
 			}
 		}
@@ -238,7 +217,7 @@ func TestKill9Child(t *testing.T) {
 		t.Skip("child process of TestKill9")
 	}
 	catalogURI, warehouse, _ := strings.Cut(env, "\n")
-	s, err := Open(Config{Catalog: catalogURI, Warehouse: warehouse, Schemas: testSchemas(t), Logger: testLogger(t),
+	s, err := Open(Config{Catalog: catalogURI, Warehouse: warehouse, Schemas: testSchemas(t), Logger: testsupport.Logger(t),
 		CommitInterval: 150 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -300,17 +279,7 @@ func readAllWithPyIceberg(t *testing.T, py, catalogURI, warehouse string, props 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(t.Context(), py, "-c", readAllScript, catalogURI, warehouse, string(pj))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
-	}
-	var res pyAll
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("pyiceberg output: %v", err)
-	}
+	res := runPython[pyAll](t, py, readAllScript, catalogURI, warehouse, string(pj))
 	t.Logf("pyiceberg read %d rows of %d tables in %s", res.Rows, len(res.Snapshots), time.Since(began).Round(time.Millisecond))
 	return res
 }

@@ -1,15 +1,13 @@
 package icebergsink
 
 import (
-	"encoding/json"
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/dbtest"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // readScript reads a table with PyIceberg's SqlCatalog and prints, as
@@ -75,21 +73,8 @@ type pyResult struct {
 // readWithPyIceberg runs readScript on a table of a catalog.
 func readWithPyIceberg(t *testing.T, py, catalogURI, warehouse, name, col string, hour time.Time) pyResult {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), py, "-c", readScript, catalogURI, warehouse, name, col,
+	return runPython[pyResult](t, py, readScript, catalogURI, warehouse, name, col,
 		hour.Format("2006-01-02T15:04:05+00:00"), hour.Add(time.Hour).Format("2006-01-02T15:04:05+00:00"))
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("pyiceberg: %v\n%s", err, stderr)
-	}
-	var res pyResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("pyiceberg output %q: %v", out, err)
-	}
-	return res
 }
 
 // PyIceberg, a reader nobody here wrote, reads every event exactly once; a
@@ -125,7 +110,7 @@ func TestPyIceberg(t *testing.T) {
 		t.Fatalf("pyiceberg read %d rows, %d uuids; want 3100", res.Rows, len(res.UUIDs))
 	}
 	for _, r := range append(input, v2...) {
-		if n := res.UUIDs[testUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
+		if n := res.UUIDs[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
 			t.Fatalf("uuid of %d/%d read %d times", r.Partition, r.Offset, n)
 		}
 	}
@@ -137,7 +122,7 @@ func TestPyIceberg(t *testing.T) {
 	}
 	t.Logf("full scan %d files, one hour %d files", res.Files, res.HourFiles)
 	// Schema evolution: one table, new columns null for older rows.
-	old, newer := testUUID(topic, 0, 0), testUUID(topic, 0, 1500)
+	old, newer := testsupport.EventUUID(topic, 0, 0), testsupport.EventUUID(topic, 0, 1500)
 	if res.Added[old] != nil || res.ExtraN[old] != nil {
 		t.Errorf("revision 1 row has added=%v extra.n=%v, want null", res.Added[old], res.ExtraN[old])
 	}
@@ -166,9 +151,7 @@ func TestPurgeAndExpire(t *testing.T) {
 	input := spread(topic, 1, 300, 3) // hours 7, 8, 9
 	for i := 0; i < 300; i += 100 {   // three snapshots
 		feed(t, s, input[i:i+100], 100)
-		if err := s.Flush(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+		flush(t, s)
 	}
 	changed, err := s.Purge(t.Context(), base.Add(time.Hour+30*time.Minute)) // truncated: before 08:00
 	if err != nil {

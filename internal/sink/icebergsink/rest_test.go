@@ -1,14 +1,12 @@
 package icebergsink
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -73,17 +71,7 @@ func readRESTWithPyIceberg(t *testing.T, py, uri, ns string, props map[string]st
 		t.Fatal(err)
 	}
 	began := time.Now()
-	cmd := exec.CommandContext(t.Context(), py, "-c", restReadScript, uri, ns, string(pj))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
-	}
-	var res map[string]pyRESTTable
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("pyiceberg output %q: %v", out, err)
-	}
+	res := runPython[map[string]pyRESTTable](t, py, restReadScript, uri, ns, string(pj))
 	t.Logf("pyiceberg read %d tables through the REST catalog in %s", len(res), time.Since(began).Round(time.Millisecond))
 	return res
 }
@@ -102,10 +90,8 @@ func TestRESTCatalog(t *testing.T) {
 	defer s.Close()
 	const topic, otherTopic = "eventlogging_Test", "eventlogging_Other"
 	input := spread(topic, 2, 600, 3) // offsets 0..599, hours 7 (i < 200), 8, 9
-	var other []kafka.Record
-	for i := range 100 { // hours 7 and 8
-		other = append(other, otherRecord(otherTopic, 0, int64(i), base.Add(time.Duration(i)*72*time.Second)))
-	}
+	// Other/1 in hours 7 and 8.
+	other := otherRecords(otherTopic, 100, 72*time.Second)
 	// One commit per partition: two data files in each hour of Test.
 	for p := range int32(2) {
 		batch := slices.DeleteFunc(slices.Clone(input), func(r kafka.Record) bool { return r.Partition != p })
@@ -113,9 +99,7 @@ func TestRESTCatalog(t *testing.T) {
 			batch = append(batch, other...)
 		}
 		feed(t, s, batch, 250)
-		if err := s.Flush(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+		flush(t, s)
 	}
 	var v2 []kafka.Record
 	for i := range 50 {
@@ -124,9 +108,7 @@ func TestRESTCatalog(t *testing.T) {
 	if p := feed(t, s, v2, 50); len(p) != 0 {
 		t.Fatalf("poison: %+v", p)
 	}
-	if err := s.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	flush(t, s)
 	if n, err := s.Compact(t.Context(), 0); err != nil || n != 3 {
 		t.Fatalf("compact: %d hours, %v; want 3", n, err)
 	}
@@ -159,14 +141,14 @@ func TestRESTCatalog(t *testing.T) {
 		t.Fatalf("Test: pyiceberg read %d rows, %d uuids; want %d", tt.Rows, len(tt.UUIDs), len(want))
 	}
 	for _, r := range want {
-		if n := tt.UUIDs[testUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
+		if n := tt.UUIDs[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
 			t.Fatalf("Test: uuid of %d/%d read %d times", r.Partition, r.Offset, n)
 		}
 	}
-	if a := tt.Added[testUUID(topic, 0, 600)]; a == nil || *a != "a600" {
+	if a := tt.Added[testsupport.EventUUID(topic, 0, 600)]; a == nil || *a != "a600" {
 		t.Errorf("revision 2 row: event.added = %v, want a600", a)
 	}
-	if a := tt.Added[testUUID(topic, 0, 599)]; a != nil {
+	if a := tt.Added[testsupport.EventUUID(topic, 0, 599)]; a != nil {
 		t.Errorf("revision 1 row: event.added = %q, want null", *a)
 	}
 	if tt.Sanitised != 400 || strings.Join(tt.SanitisedAgents, ",") != testHash("UA") {
@@ -183,7 +165,7 @@ func TestRESTCatalog(t *testing.T) {
 		t.Errorf("Other after purge: %d rows, hours %v; want the 50 of hour 8", ot.Rows, ot.Hours)
 	}
 	for _, r := range other[50:] {
-		if ot.UUIDs[testUUID(r.Topic, r.Partition, r.Offset)] != 1 {
+		if ot.UUIDs[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)] != 1 {
 			t.Fatalf("Other: uuid of offset %d not read once", r.Offset)
 		}
 	}
@@ -200,7 +182,7 @@ func TestRESTCredentials(t *testing.T) {
 		"http://client:" + secret + "@127.0.0.1:1/?nope=1",
 		"http://" + secret + "@127.0.0.1:1/?nope=1", // a secret alone
 	} {
-		_, err := Open(Config{Catalog: uri, Warehouse: t.TempDir(), Logger: testLogger(t)})
+		_, err := Open(Config{Catalog: uri, Warehouse: t.TempDir(), Logger: testsupport.Logger(t)})
 		t.Log(err)
 		if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "127.0.0.1:1") {
 			t.Errorf("open %s: %v; want an error naming the host, not the secret", redactREST(uri), err)
@@ -309,7 +291,7 @@ func TestCommitConflict(t *testing.T) {
 			for p := range int32(2) {
 				var part []kafka.Record
 				for i := range 100 {
-					part = append(part, capsuleRecord(topic, p, int64(i), base.Add(time.Duration(i)*time.Second)))
+					part = append(part, testsupport.CapsuleRecord(topic, p, int64(i), base.Add(time.Duration(i)*time.Second)))
 				}
 				feed(t, []*Sink{a, b}[p], part, 100)
 				in = append(in, part...)
@@ -330,8 +312,8 @@ func TestCommitConflict(t *testing.T) {
 			}
 			got := countBy(scanRows(t, tbl), "uuid")
 			for _, r := range in {
-				if got[testUUID(r.Topic, r.Partition, r.Offset)] != 1 {
-					t.Fatalf("%d/%d stored %d times", r.Partition, r.Offset, got[testUUID(r.Topic, r.Partition, r.Offset)])
+				if got[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)] != 1 {
+					t.Fatalf("%d/%d stored %d times", r.Partition, r.Offset, got[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)])
 				}
 			}
 		})

@@ -5,14 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // tableScript prints, as JSON, a table's rows (timestamps as ISO
@@ -39,20 +38,7 @@ type pyTable struct {
 
 func readTable(t *testing.T, py string, e env, name string) pyTable {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), py, "-c", tableScript, e.catalog, "file://"+e.warehouse, name)
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("pyiceberg: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatal(err)
-	}
-	var res pyTable
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return runPython[pyTable](t, py, tableScript, e.catalog, "file://"+e.warehouse, name)
 }
 
 // Small files of one hour — one per commit — are compacted by Maintain
@@ -70,9 +56,7 @@ func TestCompact(t *testing.T) {
 	input := spread(topic, 2, 600, 3) // hours 7, 8, 9
 	for i := 0; i < len(input); i += 200 {
 		feed(t, s, input[i:i+200], 100)
-		if err := s.Flush(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+		flush(t, s)
 	}
 	before := readTable(t, py, e, "Test")
 	if err := s.Maintain(t.Context()); err != nil { // 6 rounds: compacts
@@ -88,7 +72,7 @@ func TestCompact(t *testing.T) {
 		t.Errorf("after compaction: %d rows, %d uuids; want %d", len(after.Rows), len(got), len(input))
 	}
 	for _, r := range input {
-		if n := got[testUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
+		if n := got[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)]; n != 1 {
 			t.Fatalf("%d/%d read %d times", r.Partition, r.Offset, n)
 		}
 	}
@@ -167,19 +151,12 @@ func TestPurgeOld(t *testing.T) {
 	s := openSink(t, e.config(t))
 	defer s.Close()
 	test := spread("eventlogging_Test", 1, 300, 3) // hours 7, 8, 9
-	var other []kafka.Record
-	for i := range 300 {
-		other = append(other, otherRecord("eventlogging_Other", 0, int64(i), base.Add(time.Duration(i)*36*time.Second)))
-	}
+	other := otherRecords("eventlogging_Other", 300, 36*time.Second)
 	feed(t, s, test[:150], 50)
 	feed(t, s, other, 100)
-	if err := s.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	flush(t, s)
 	feed(t, s, test[150:], 50)
-	if err := s.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	flush(t, s)
 	cut := base.Add(90 * time.Minute) // truncated: hour 7 is old
 	rep, err := s.PurgeOld(t.Context(), cut, testRules)
 	if err != nil {
@@ -194,7 +171,7 @@ func TestPurgeOld(t *testing.T) {
 	}
 	offsetOf := map[string]int64{}
 	for _, r := range test {
-		offsetOf[testUUID(r.Topic, r.Partition, r.Offset)] = r.Offset
+		offsetOf[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)] = r.Offset
 	}
 	sanitised := 0
 	for _, r := range res.Rows {
@@ -240,11 +217,9 @@ func TestPurgeOld(t *testing.T) {
 	}
 
 	// A late row in hour 7 is sanitised by the next run, alone.
-	late := capsuleRecord("eventlogging_Test", 0, 300, base.Add(59*time.Minute))
+	late := testsupport.CapsuleRecord("eventlogging_Test", 0, 300, base.Add(59*time.Minute))
 	feed(t, s, []kafka.Record{late}, 1)
-	if err := s.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	flush(t, s)
 	rep, err = s.PurgeOld(t.Context(), cut, testRules)
 	if err != nil {
 		t.Fatal(err)
@@ -278,9 +253,7 @@ func TestReplayRefused(t *testing.T) {
 	s := openSink(t, e.config(t))
 	defer s.Close()
 	feed(t, s, spread("eventlogging_Test", 1, 10, 1), 10)
-	if err := s.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	flush(t, s)
 	txn := loadTable(t, s, "Test").NewTransaction()
 	if err := txn.SetProperties(map[string]string{"commit.retry.num-retries": "4"}); err != nil {
 		t.Fatal(err)
@@ -288,7 +261,7 @@ func TestReplayRefused(t *testing.T) {
 	if _, err := txn.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	more := []kafka.Record{capsuleRecord("eventlogging_Test", 0, 10, base)}
+	more := []kafka.Record{testsupport.CapsuleRecord("eventlogging_Test", 0, 10, base)}
 	feed(t, s, more, 1)
 	if err := s.Flush(t.Context()); err == nil || !strings.Contains(err.Error(), "commit.retry.num-retries=4") {
 		t.Errorf("flush: %v; want the table refused", err)
@@ -314,9 +287,7 @@ func TestMaintainExpiresSnapshots(t *testing.T) {
 	input := spread(topic, 1, 400, 2)
 	for i := 0; i < len(input); i += 100 {
 		feed(t, s, input[i:i+100], 100)
-		if err := s.Flush(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+		flush(t, s)
 	}
 	before := readTable(t, py, e, "Test")
 	if err := s.Maintain(t.Context()); err != nil { // 4 rounds: compacts, then expires

@@ -1,7 +1,6 @@
 package icebergsink
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,10 +8,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/eventlogging/eventlogging/internal/avrowire"
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/sink"
 	"github.com/eventlogging/eventlogging/internal/sink/columns"
 )
 
@@ -38,32 +37,12 @@ type version struct {
 // format decoded through Config.Avro. A reason makes the record poison; an
 // error is transient.
 func (s *Sink) decode(ctx context.Context, value []byte) (map[string]any, string, error) {
-	if len(value) > 0 && value[0] == avrowire.Magic {
-		if s.cfg.Avro == nil {
-			return nil, "Avro wire format (magic byte 0), but the Iceberg sink has no schema registry to decode it", nil
-		}
-		m, err := s.cfg.Avro.DecodeEvent(ctx, value)
-		switch {
-		case errors.Is(err, avrowire.ErrUndecodable):
-			return nil, "Avro wire format: " + err.Error(), nil
-		case err != nil:
-			return nil, "", fmt.Errorf("icebergsink: decode Avro record: %w", err)
-		}
-		return m, "", nil
+	if sink.IsAvro(value) {
+		return sink.DecodeAvro(ctx, s.cfg.Avro, value,
+			"Avro wire format (magic byte 0), but the Iceberg sink has no schema registry to decode it", "icebergsink")
 	}
-	v := bytes.TrimSpace(value)
-	if len(v) == 0 {
-		return nil, "empty record value", nil
-	}
-	doc, err := capsule.Decode(v)
-	if err != nil {
-		return nil, "not JSON: " + err.Error(), nil
-	}
-	m, ok := doc.(map[string]any)
-	if !ok {
-		return nil, "not a JSON object", nil
-	}
-	return m, "", nil
+	m, _, reason := sink.DecodeJSON(value)
+	return m, reason, nil
 }
 
 // place decodes and converts a record: its version (and so table) and row.
@@ -79,12 +58,9 @@ func (s *Sink) place(ctx context.Context, r *kafka.Record) (*version, map[string
 	if err != nil || reason != "" {
 		return nil, nil, reason, err
 	}
-	dt, ok := receiveTime(m, platform)
+	dt, ok := sink.ReceiveTime(m, platform, r.Timestamp)
 	if !ok {
-		dt = r.Timestamp.UTC()
-		if !saneTime(dt) {
-			return nil, nil, "no receive time: neither dt, meta.dt nor a Kafka timestamp", nil
-		}
+		return nil, nil, "no receive time: neither dt, meta.dt nor a Kafka timestamp", nil
 	}
 	if platform {
 		if own, ok := m["dt"]; ok {
@@ -141,7 +117,7 @@ func (s *Sink) version(ctx context.Context, m map[string]any, platform bool, uri
 	}
 	switch {
 	case err == nil:
-	case errors.Is(err, schema.ErrNotFound), errors.Is(err, schema.ErrInvalidSchema), errors.Is(err, schema.ErrInvalidID):
+	case sink.PermanentSchemaError(err):
 		return nil, "schema: " + err.Error(), nil
 	default:
 		return nil, "", fmt.Errorf("icebergsink: resolve schema: %w", err)
@@ -191,33 +167,6 @@ func TableName(name string) string {
 	return string(b)
 }
 
-// receiveTime returns the receive time of an event: the capsule's "dt", or
-// "meta.dt" for an Event Platform event.
-func receiveTime(m map[string]any, platform bool) (time.Time, bool) {
-	var v any
-	if platform {
-		meta, _ := m["meta"].(map[string]any)
-		v = meta["dt"]
-	} else {
-		v = m["dt"]
-	}
-	str, ok := v.(string)
-	if !ok {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(time.RFC3339Nano, str)
-	if err != nil || !saneTime(t) {
-		return time.Time{}, false
-	}
-	return t.UTC(), true
-}
-
-// saneTime bounds receive times to years an hour partition can name.
-func saneTime(t time.Time) bool {
-	y := t.Year()
-	return y >= 1970 && y <= 9999
-}
-
 // convertGroup converts the members of an object a struct declares.
 // Members not declared are not stored; a value that does not fit its
 // column is an error.
@@ -251,38 +200,34 @@ func convert(f *field, v any) (any, error) {
 		}
 		return convertGroup(f, m)
 	case kindString:
-		s, ok := v.(string)
-		if !ok {
-			return nil, misfit(f, v)
-		}
-		return s, nil
+		return convertAs(f, v, asType[string])
 	case kindLong:
-		n, ok := columns.Int(v)
-		if !ok {
-			return nil, misfit(f, v)
-		}
-		return n, nil
+		return convertAs(f, v, columns.Int)
 	case kindDouble:
-		x, ok := columns.Float(v)
-		if !ok {
-			return nil, misfit(f, v)
-		}
-		return x, nil
+		return convertAs(f, v, columns.Float)
 	case kindBool:
-		b, ok := v.(bool)
-		if !ok {
-			return nil, misfit(f, v)
-		}
-		return b, nil
+		return convertAs(f, v, asType[bool])
 	case kindTimestamp:
-		t, ok := v.(time.Time)
-		if !ok {
-			return nil, misfit(f, v)
-		}
-		return t, nil
+		return convertAs(f, v, asType[time.Time])
 	default:
 		return string(capsule.AppendValue(nil, v)), nil
 	}
+}
+
+// convertAs converts v with conv to the value of column f, or returns why it
+// does not fit.
+func convertAs[T any](f *field, v any, conv func(any) (T, bool)) (any, error) {
+	x, ok := conv(v)
+	if !ok {
+		return nil, misfit(f, v)
+	}
+	return x, nil
+}
+
+// asType is the conversion of a value that must already be a T.
+func asType[T any](v any) (T, bool) {
+	x, ok := v.(T)
+	return x, ok
 }
 
 // fitError is a value that does not fit its column.

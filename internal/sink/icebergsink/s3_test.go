@@ -28,9 +28,7 @@ func TestS3Warehouse(t *testing.T) {
 	input := spread(topic, 2, 1000, 3) // hours 7, 8, 9
 	for i := 0; i < len(input); i += 500 {
 		feed(t, s, input[i:i+500], 250)
-		if err := s.Flush(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+		flush(t, s)
 	}
 	began := time.Now()
 	n, err := s.Compact(t.Context(), 0)
@@ -55,7 +53,7 @@ func TestS3Warehouse(t *testing.T) {
 	var want []string
 	for _, r := range input {
 		if !r.Timestamp.Add(-time.Second).Before(base.Add(time.Hour)) { // capsuleRecord: Timestamp = dt + 1s
-			want = append(want, testUUID(r.Topic, r.Partition, r.Offset))
+			want = append(want, testsupport.EventUUID(r.Topic, r.Partition, r.Offset))
 		}
 	}
 	if got.Rows != len(want) || len(got.UUIDs) != len(want) {

@@ -74,19 +74,6 @@ func (f *field) icebergSchema() *iceberg.Schema {
 	return iceberg.NewSchema(0, fields...)
 }
 
-// capsuleFields are the EventLogging capsule's own fields (besides
-// "event"), as in the file sink's Parquet files, except that dt is a
-// timestamp (the partition source).
-var capsuleFields = []struct {
-	name string
-	kind kind
-}{
-	{"schema", kindString}, {"revision", kindLong}, {"wiki", kindString},
-	{"webHost", kindString}, {"recvFrom", kindString}, {"seqId", kindLong},
-	{"timestamp", kindLong}, {"dt", kindTimestamp}, {"uuid", kindString},
-	{"userAgent", kindString}, {"clientIp", kindString}, {"topic", kindString},
-}
-
 // clientDT is the column an Event Platform event's own "dt" (the client's
 // event time) is stored in: "dt" is the receive time (meta.dt).
 const clientDT = "client_dt"
@@ -115,8 +102,14 @@ func buildFields(doc map[string]any, platform bool) (*field, error) {
 		root.fields = append(root.fields, &field{name: "dt", kind: kindTimestamp})
 	} else {
 		root.fields = append(root.fields, fromColumns(columns.Build(doc, "event", doc, 1)))
-		for _, cf := range capsuleFields {
-			root.fields = append(root.fields, &field{name: cf.name, kind: cf.kind})
+		// The capsule's fields, as in the file sink's Parquet files, except
+		// that dt is a timestamp (the partition source).
+		for _, cf := range columns.CapsuleFields {
+			f := fromColumns(cf)
+			if f.name == "dt" {
+				f.kind = kindTimestamp
+			}
+			root.fields = append(root.fields, f)
 		}
 	}
 	slices.SortFunc(root.fields, func(a, b *field) int { return strings.Compare(a.name, b.name) })

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,11 +21,7 @@ const editFunnelAvro = testsupport.EditFunnelAvro
 // and returns a codec on it.
 func newAvroCodec(t *testing.T, subjects map[string]string) *avrowire.Codec {
 	t.Helper()
-	url, cl := testsupport.FakeRegistry(t)
-	for subject, schema := range subjects {
-		testsupport.RegisterAvro(t, cl, subject, schema)
-	}
-	c, err := avrowire.New(url, 0)
+	c, err := avrowire.New(testsupport.AvroRegistry(t, subjects), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,11 +111,7 @@ func TestAvroRowsEqualJSON(t *testing.T) {
 	const table = "analytics_edit_funnel_1_0_0"
 	read := func(values [][]byte) ([]string, [][]any) {
 		db := openSQLite(t)
-		w, err := NewWriter(db, testResolver(t), Config{Dialect: SQLite, Avro: codec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
+		w := newTestWriter(t, db, testResolver(t), Config{Dialect: SQLite, Avro: codec})
 		checkResult(t, "write", writeValues(t, w, values), len(values), 0, nil)
 		return tableRows(t, db, table)
 	}
@@ -141,11 +132,7 @@ func TestAvroRowsEqualJSON(t *testing.T) {
 	}
 	// And the values are the events', not merely equal to each other.
 	db := openSQLite(t)
-	w, err := NewWriter(db, testResolver(t), Config{Dialect: SQLite, Avro: codec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newTestWriter(t, db, testResolver(t), Config{Dialect: SQLite, Avro: codec})
 	writeValues(t, w, avroValues)
 	dl, _ := newDialect(SQLite)
 	checkRow(t, db, dl, table, "a3d5f9c2-6f0e-4c5e-9d6b-2b1f3c4d5e6f", map[string]any{
@@ -173,11 +160,7 @@ func TestAvroPoison(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWriter(openSQLite(t), testResolver(t), Config{Dialect: SQLite, Avro: codec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newTestWriter(t, openSQLite(t), testResolver(t), Config{Dialect: SQLite, Avro: codec})
 	unknownID := binary.BigEndian.AppendUint32([]byte{0}, 99)
 	for name, tc := range map[string]struct {
 		value []byte
@@ -196,25 +179,17 @@ func TestAvroPoison(t *testing.T) {
 	}
 
 	// No decoder configured: poison, saying why.
-	w2, err := NewWriter(openSQLite(t), testResolver(t), Config{Dialect: SQLite})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w2 := newTestWriter(t, openSQLite(t), testResolver(t), Config{Dialect: SQLite})
 	if _, reason, err := w2.Decode(t.Context(), good); err != nil || !strings.Contains(reason, "no schema registry") {
 		t.Errorf("no decoder: reason %q, err %v", reason, err)
 	}
 
 	// The registry is down: transient, not poison.
-	srv := httptest.NewServer(nil)
-	srv.Close()
-	down, err := avrowire.New(srv.URL, 0)
+	down, err := avrowire.New(testsupport.UnreachableURL(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w3, err := NewWriter(openSQLite(t), testResolver(t), Config{Dialect: SQLite, Avro: down})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w3 := newTestWriter(t, openSQLite(t), testResolver(t), Config{Dialect: SQLite, Avro: down})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	if row, reason, err := w3.Decode(ctx, good); err == nil || reason != "" || row != nil {

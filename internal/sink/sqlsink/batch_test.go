@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/eventlogging/eventlogging/internal/dbtest"
-	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
 // Tests of the batched write paths (multi-row INSERT statements on SQLite
@@ -58,11 +57,7 @@ func typesRows(t *testing.T, seq int64, n int) []map[string]any {
 func TestBatchDuplicates(t *testing.T) {
 	eachDialect(t, func(t *testing.T, db *sql.DB, dl *dialect) {
 		ctx := t.Context()
-		w, err := NewWriter(db, testResolver(t), Config{Dialect: dl.name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
+		w := newTestWriter(t, db, testResolver(t), Config{Dialect: dl.name})
 		w.maxRows = 7
 		stored := typesRows(t, 1000, 20)
 		res, err := w.Write(ctx, stored)
@@ -116,23 +111,8 @@ func TestBatchDuplicates(t *testing.T) {
 func TestBatchRefusedValueMidStatement(t *testing.T) {
 	eachDialect(t, func(t *testing.T, db *sql.DB, dl *dialect) {
 		ctx := t.Context()
-		res := testResolver(t)
-		s, err := res.Resolve(ctx, schema.ID{Name: "Checked", Revision: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := NewWriter(db, res, Config{Dialect: dl.name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
+		w := checkedWriter(t, db, dl)
 		w.maxRows = 16
-		stmts := w.DDL(s)
-		i := strings.LastIndex(stmts[0], "\n)")
-		stmts[0] = stmts[0][:i] + ",\n\tCHECK (" + dl.quote("event_n") + " < 100)" + stmts[0][i:]
-		for _, stmt := range stmts {
-			mustExec(t, db, stmt)
-		}
 		var batch []map[string]any
 		for i := range 50 {
 			n := i
@@ -164,11 +144,7 @@ func TestBatchRefusedValueMidStatement(t *testing.T) {
 func TestBatchSizes(t *testing.T) {
 	eachDialect(t, func(t *testing.T, db *sql.DB, dl *dialect) {
 		ctx := t.Context()
-		w, err := NewWriter(db, testResolver(t), Config{Dialect: dl.name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
+		w := newTestWriter(t, db, testResolver(t), Config{Dialect: dl.name})
 		w.maxRows = 8
 		seq, total := int64(10000), 0
 		var last map[string]any

@@ -68,10 +68,7 @@ func runConformance(t *testing.T, db *sql.DB, d Dialect) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWriter(db, testResolver(t), Config{Dialect: d})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newTestWriter(t, db, testResolver(t), Config{Dialect: d})
 	// The table the hostile property names try to drop.
 	mustExec(t, db, "CREATE TABLE x (a INTEGER)")
 	mustExec(t, db, "INSERT INTO x (a) VALUES (1)")
@@ -212,11 +209,7 @@ func runConformance(t *testing.T, db *sql.DB, d Dialect) {
 	t.Run("SmallStatements", func(t *testing.T) {
 		// Statements of 3 rows: chunks 3+3+3+1, the full ones prepared
 		// once and reused.
-		w, err := NewWriter(db, testResolver(t), Config{Dialect: d})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
+		w := newTestWriter(t, db, testResolver(t), Config{Dialect: d})
 		w.maxRows = 3
 		var batch []map[string]any
 		for i := range 10 {
@@ -248,21 +241,7 @@ func runConformance(t *testing.T, db *sql.DB, d Dialect) {
 // becomes poison while the rest are written.
 func testDatabaseRefuses(t *testing.T, db *sql.DB, dl *dialect) {
 	ctx := t.Context()
-	res := testResolver(t)
-	s, err := res.Resolve(ctx, schema.ID{Name: "Checked", Revision: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWriter(db, res, Config{Dialect: dl.name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := w.DDL(s)
-	i := strings.LastIndex(stmts[0], "\n)")
-	stmts[0] = stmts[0][:i] + ",\n\tCHECK (" + dl.quote("event_n") + " < 100)" + stmts[0][i:]
-	for _, stmt := range stmts {
-		mustExec(t, db, stmt)
-	}
+	w := checkedWriter(t, db, dl)
 	one := makeCapsule(t, "Checked", 1, 200, `{"n": 1}`)
 	r, err := w.Write(ctx, []map[string]any{
 		one,
@@ -284,14 +263,31 @@ func testDatabaseRefuses(t *testing.T, db *sql.DB, dl *dialect) {
 	checkCounts(t, db, dl, map[string]int{"Checked_1": 2})
 }
 
+// checkedWriter returns a Writer to db and creates the table of Checked/1
+// as the Writer would, plus a CHECK constraint the Writer does not know
+// about: event_n < 100.
+func checkedWriter(t *testing.T, db *sql.DB, dl *dialect) *Writer {
+	t.Helper()
+	res := testResolver(t)
+	s, err := res.Resolve(t.Context(), schema.ID{Name: "Checked", Revision: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newTestWriter(t, db, res, Config{Dialect: dl.name})
+	stmts := w.DDL(s)
+	i := strings.LastIndex(stmts[0], "\n)")
+	stmts[0] = stmts[0][:i] + ",\n\tCHECK (" + dl.quote("event_n") + " < 100)" + stmts[0][i:]
+	for _, stmt := range stmts {
+		mustExec(t, db, stmt)
+	}
+	return w
+}
+
 // testTablePerSchema writes three revisions to one table: revision 2 adds a
 // column, revision 3 changes a column's type and is poison.
 func testTablePerSchema(t *testing.T, db *sql.DB, dl *dialect) {
 	ctx := t.Context()
-	w, err := NewWriter(db, testResolver(t), Config{Dialect: dl.name, TablePerSchema: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newTestWriter(t, db, testResolver(t), Config{Dialect: dl.name, TablePerSchema: true})
 	if got := w.Table(schema.ID{Name: "Evolve", Revision: 2}); got != "Evolve" {
 		t.Fatalf("Table = %q", got)
 	}
@@ -313,10 +309,7 @@ func testTablePerSchema(t *testing.T, db *sql.DB, dl *dialect) {
 	checkRow(t, db, dl, "Evolve", batch[1]["uuid"].(string), map[string]any{"revision": int64(1), "event_b": "x", "event_c": nil})
 
 	// A new Writer (a restarted sink) finds the table as it is.
-	w2, err := NewWriter(db, testResolver(t), Config{Dialect: dl.name, TablePerSchema: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w2 := newTestWriter(t, db, testResolver(t), Config{Dialect: dl.name, TablePerSchema: true})
 	r, err = w2.Write(ctx, []map[string]any{
 		batch[3],
 		makeCapsule(t, "Evolve", 3, 304, `{"a": "four"}`),
@@ -344,10 +337,7 @@ func testConcurrentWriters(t *testing.T, db *sql.DB, dl *dialect) {
 	// Two Writers (two sink processes), each shared by two goroutines.
 	var shared [2]*Writer
 	for i := range shared {
-		w, err := NewWriter(db, testResolver(t), Config{Dialect: dl.name})
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := newTestWriter(t, db, testResolver(t), Config{Dialect: dl.name})
 		shared[i] = w
 	}
 	for k := range writers {

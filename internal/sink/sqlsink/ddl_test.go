@@ -13,6 +13,18 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
+// newTestWriter returns NewWriter(db, s, cfg), closed when the test ends;
+// an error fails the test.
+func newTestWriter(t testing.TB, db *sql.DB, s Schemas, cfg Config) *Writer {
+	t.Helper()
+	w, err := NewWriter(db, s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	return w
+}
+
 // testSchemas is the schema repository of the tests.
 const testSchemas = "testdata/schemas"
 
@@ -53,10 +65,7 @@ func TestDDLGolden(t *testing.T) {
 				name += ".per-schema"
 			}
 			t.Run(name, func(t *testing.T) {
-				w, err := NewWriter(&sql.DB{}, testResolver(t), Config{Dialect: d, TablePerSchema: perSchema})
-				if err != nil {
-					t.Fatal(err)
-				}
+				w := newTestWriter(t, &sql.DB{}, testResolver(t), Config{Dialect: d, TablePerSchema: perSchema})
 				var b strings.Builder
 				for _, s := range schemas {
 					b.WriteString("-- " + s.ID().String() + "\n")

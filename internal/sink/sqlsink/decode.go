@@ -2,25 +2,15 @@ package sqlsink
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
-	"github.com/eventlogging/eventlogging/internal/avrowire"
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/sink"
 )
 
-// AvroDecoder decodes a record in the Confluent Avro wire format (magic
-// byte 0, 4-byte schema id, Avro binary), as the processor writes the
-// events of a stream with format avro, back to the event it encoded: the
-// JSON object (numbers as json.Number) a JSON stream would have carried.
-// *avrowire.Codec satisfies it. Safe for concurrent use; ctx bounds the
-// schema lookup. An error wrapping avrowire.ErrUndecodable means the
-// record can never be decoded; any other error is transient.
-type AvroDecoder interface {
-	DecodeEvent(ctx context.Context, record []byte) (map[string]any, error)
-}
+// AvroDecoder decodes a record in the Avro wire format back to the event
+// it encoded (sink.AvroDecoder).
+type AvroDecoder = sink.AvroDecoder
 
 // Decode reads the value of a record of a valid-event topic into the row
 // Write takes: a JSON capsule or Event Platform event, or an Event
@@ -31,18 +21,9 @@ type AvroDecoder interface {
 // not match the schema). err is transient (the schema registry could not
 // be asked): retry the batch.
 func (w *Writer) Decode(ctx context.Context, value []byte) (row map[string]any, reason string, err error) {
-	if len(value) > 0 && value[0] == avrowire.Magic {
-		if w.cfg.Avro == nil {
-			return nil, "Avro wire format (magic byte 0), but the SQL sink has no schema registry to decode it (registry.url)", nil
-		}
-		ev, err := w.cfg.Avro.DecodeEvent(ctx, value)
-		switch {
-		case errors.Is(err, avrowire.ErrUndecodable):
-			return nil, "Avro wire format: " + err.Error(), nil
-		case err != nil:
-			return nil, "", fmt.Errorf("sqlsink: decode Avro record: %w", err)
-		}
-		return ev, "", nil
+	if sink.IsAvro(value) {
+		return sink.DecodeAvro(ctx, w.cfg.Avro, value,
+			"Avro wire format (magic byte 0), but the SQL sink has no schema registry to decode it (registry.url)", "sqlsink")
 	}
 	v, err := capsule.Decode(value)
 	m, ok := v.(map[string]any)

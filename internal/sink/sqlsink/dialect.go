@@ -99,14 +99,8 @@ func (d *dialect) sqlType(t colType) string {
 			return "TEXT NOT NULL"
 		case typeMWTime:
 			return "VARCHAR(14)"
-		case typeInt, typeCapsuleInt:
-			return "BIGINT"
-		case typeNumber:
-			return "DOUBLE PRECISION"
-		case typeBool:
-			return "BOOLEAN"
 		}
-		return "TEXT"
+		return stageType(t)
 	}
 }
 

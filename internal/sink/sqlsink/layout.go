@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -396,12 +397,7 @@ func (a *analyzer) shape(v any, depth int) shape {
 	}
 	out := shape{types: ownTypes(s)}
 	if props, ok := s["properties"].(map[string]any); ok {
-		keys := make([]string, 0, len(props))
-		for k := range props {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(props)) {
 			out.addProp(k, props[k])
 		}
 	}
@@ -434,12 +430,7 @@ func (a *analyzer) shape(v any, depth int) shape {
 		}
 	}
 	if deps, ok := s["dependentSchemas"].(map[string]any); ok {
-		keys := make([]string, 0, len(deps))
-		for k := range deps {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(deps)) {
 			out.mergeProps(a.shape(deps[k], depth+1))
 		}
 	}

@@ -47,11 +47,7 @@ func makePlatformEvent(t testing.TB, uri, id, fields string) map[string]any {
 // meta.dt as dt and timestamp, and precise poison reasons.
 func testPlatform(t *testing.T, db *sql.DB, dl *dialect) {
 	ctx := t.Context()
-	w, err := NewWriter(db, testResolver(t), Config{Dialect: dl.name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newTestWriter(t, db, testResolver(t), Config{Dialect: dl.name})
 	const table = "analytics_edit_funnel_1_0_0"
 	if got := w.Table(schema.ID{Name: editFunnel10}); got != table {
 		t.Fatalf("Table = %q", got)
@@ -148,11 +144,7 @@ func testPlatform(t *testing.T, db *sql.DB, dl *dialect) {
 // one table: the lower version creates it, the higher adds its column.
 func testPlatformPerSchema(t *testing.T, db *sql.DB, dl *dialect) {
 	ctx := t.Context()
-	w, err := NewWriter(db, testResolver(t), Config{Dialect: dl.name, TablePerSchema: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newTestWriter(t, db, testResolver(t), Config{Dialect: dl.name, TablePerSchema: true})
 	const table = "analytics_edit_funnel"
 	for _, uri := range []string{editFunnel10, editFunnel11} {
 		if got := w.Table(schema.ID{Name: uri}); got != table {
@@ -173,11 +165,7 @@ func testPlatformPerSchema(t *testing.T, db *sql.DB, dl *dialect) {
 	checkRow(t, db, dl, table, id1, map[string]any{"schema": editFunnel11, "event_action": "save_success", "event_edit_duration_ms": int64(1500)})
 
 	// A restarted sink finds the table as it is.
-	w2, err := NewWriter(db, testResolver(t), Config{Dialect: dl.name, TablePerSchema: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w2.Close()
+	w2 := newTestWriter(t, db, testResolver(t), Config{Dialect: dl.name, TablePerSchema: true})
 	res, err = w2.Write(ctx, []map[string]any{
 		batch[1],
 		makePlatformEvent(t, editFunnel11, "1a000000-0000-4000-8000-000000000003", `{"action": "abort", "editor": "wikitext", "session_token": "0123456789", "edit_duration_ms": 7}`),
@@ -266,11 +254,7 @@ func (c *countingSchemas) ResolveURI(ctx context.Context, uri string) (*schema.S
 func TestPlatformHostileSchema(t *testing.T) {
 	db := openSQLite(t)
 	sch := &countingSchemas{Schemas: testResolver(t)}
-	w, err := NewWriter(db, sch, Config{Dialect: SQLite})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newTestWriter(t, db, sch, Config{Dialect: SQLite})
 	hostile := map[string]string{
 		`/a;b/"x/1.0.0`:                   "not a schema path",
 		"../../x/1.0.0":                   "dot segments",
@@ -332,10 +316,7 @@ func TestPlatformTableCollision(t *testing.T) {
 	}
 	for _, per := range []bool{false, true} {
 		db := openSQLite(t)
-		w, err := NewWriter(db, docSchemas{doc}, Config{Dialect: SQLite, TablePerSchema: per})
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := newTestWriter(t, db, docSchemas{doc}, Config{Dialect: SQLite, TablePerSchema: per})
 		res, err := w.Write(t.Context(), []map[string]any{
 			makePlatformEvent(t, "/a_b/c/1.0.0", "id-1", `{"n": 1}`),
 			makePlatformEvent(t, "/a/b_c/1.0.0", "id-2", `{"n": 2}`),

@@ -234,11 +234,8 @@ func (flakySchemas) ResolveURI(context.Context, string) (*schema.Schema, error) 
 // the batch before anything is written.
 func TestTransientSchemaError(t *testing.T) {
 	db := openSQLite(t)
-	w, err := NewWriter(db, flakySchemas{}, Config{Dialect: SQLite})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = w.Write(t.Context(), []map[string]any{makeCapsule(t, "Types", 1, 1, `{}`)})
+	w := newTestWriter(t, db, flakySchemas{}, Config{Dialect: SQLite})
+	_, err := w.Write(t.Context(), []map[string]any{makeCapsule(t, "Types", 1, 1, `{}`)})
 	if !errors.Is(err, errFetch) {
 		t.Fatalf("Write: %v, want the fetch error", err)
 	}
@@ -252,10 +249,7 @@ func TestTransientSchemaError(t *testing.T) {
 // error, not poison.
 func TestTransientDatabaseError(t *testing.T) {
 	db := openSQLite(t)
-	w, err := NewWriter(db, testResolver(t), Config{Dialect: SQLite})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newTestWriter(t, db, testResolver(t), Config{Dialect: SQLite})
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/sink"
 )
 
 // sqliteCacheKiB is the page cache of each SQLite connection Open sets.
@@ -157,19 +158,9 @@ type Config struct {
 	Avro AvroDecoder
 }
 
-// Schemas resolves the schema of a capsule or Event Platform event.
-// *schema.Resolver satisfies it. Both methods must be safe for concurrent
-// use; ctx bounds the lookup. Errors wrapping schema.ErrNotFound,
-// schema.ErrInvalidSchema or schema.ErrInvalidID are permanent (the row is
-// poison), any other error is transient.
-type Schemas interface {
-	// Resolve returns the schema of an EventLogging capsule ("schema"
-	// and "revision").
-	Resolve(ctx context.Context, id schema.ID) (*schema.Schema, error)
-	// ResolveURI returns the schema of an Event Platform event, given its
-	// canonical $schema path; the schema's ID has the path as Name.
-	ResolveURI(ctx context.Context, uri string) (*schema.Schema, error)
-}
+// Schemas resolves the schema of a capsule or Event Platform event
+// (sink.Schemas); a permanent error makes the row poison.
+type Schemas = sink.Schemas
 
 // Result reports what Write did with a batch.
 type Result struct {
@@ -418,7 +409,7 @@ func (w *Writer) prepare(ctx context.Context, c map[string]any, seen map[schema.
 		if reason != "" {
 			l = nil
 		}
-	case errors.Is(err, schema.ErrNotFound) || errors.Is(err, schema.ErrInvalidSchema) || errors.Is(err, schema.ErrInvalidID):
+	case sink.PermanentSchemaError(err):
 		reason = err.Error()
 	default:
 		return nil, "", fmt.Errorf("sqlsink: resolve %s: %w", id, err)

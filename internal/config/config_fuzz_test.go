@@ -1,8 +1,6 @@
 package config
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -25,13 +23,8 @@ func envNames() []string {
 // effects), and parsing the same bytes twice gives the same Config. Seeds:
 // testdata/*.yaml and testdata/fuzz/FuzzParse.
 func FuzzParse(f *testing.F) {
-	files, _ := filepath.Glob("testdata/*.yaml")
-	for _, name := range files {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data, uint8(0), "")
+	for _, file := range readTestdata(f, "*.yaml", 0) {
+		f.Add(file.data, uint8(0), "")
 	}
 	f.Add([]byte("kafka:\n  brokers: [a:1]\n"), uint8(1), "b:2,c:3")
 	f.Add([]byte("{}"), uint8(5), "not a duration")

@@ -11,45 +11,54 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// testdataFile is a file of testdata and its contents.
+type testdataFile struct {
+	name string
+	data []byte
+}
+
+// readTestdata reads the files matching testdata/<pattern>, in name
+// order; it fails tb if fewer than least match.
+func readTestdata(tb testing.TB, pattern string, least int) []testdataFile {
+	tb.Helper()
+	names, err := filepath.Glob(filepath.Join("testdata", pattern))
+	if err != nil || len(names) < least {
+		tb.Fatalf("found %d files matching testdata/%s (%v), want at least %d", len(names), pattern, err, least)
+	}
+	files := make([]testdataFile, len(names))
+	for i, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		files[i] = testdataFile{name, data}
+	}
+	return files
+}
+
 // TestGoodFiles: every testdata/*.good.yaml loads and validates.
 func TestGoodFiles(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.good.yaml")
-	if len(files) < 3 {
-		t.Fatalf("found %d good files", len(files))
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Parse(data); err != nil {
-			t.Errorf("%s: %v", f, err)
+	for _, f := range readTestdata(t, "*.good.yaml", 3) {
+		if _, err := Parse(f.data); err != nil {
+			t.Errorf("%s: %v", f.name, err)
 		}
 	}
 }
 
 // TestBadFiles: every testdata/*.bad.yaml fails with the text in its .err file.
 func TestBadFiles(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.bad.yaml")
-	if len(files) < 5 {
-		t.Fatalf("found %d bad files", len(files))
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	for _, f := range readTestdata(t, "*.bad.yaml", 5) {
+		want, err := os.ReadFile(f.name + ".err")
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s has no .err file: %v", f.name, err)
 		}
-		want, err := os.ReadFile(f + ".err")
-		if err != nil {
-			t.Fatalf("%s has no .err file: %v", f, err)
-		}
-		_, err = Parse(data)
+		_, err = Parse(f.data)
 		if err == nil {
-			t.Errorf("%s: no error, want %q", f, want)
+			t.Errorf("%s: no error, want %q", f.name, want)
 			continue
 		}
 		if !strings.Contains(err.Error(), strings.TrimSpace(string(want))) {
-			t.Errorf("%s: error %q does not contain %q", f, err, strings.TrimSpace(string(want)))
+			t.Errorf("%s: error %q does not contain %q", f.name, err, strings.TrimSpace(string(want)))
 		}
 	}
 }
@@ -160,11 +169,9 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	if d := Default().Redacted(); d.Registry.Token != "" || d.Kafka.SASLPassword != "" {
 		t.Errorf("unset secrets print as ***: %+v", d)
 	}
-	files, _ := filepath.Glob("testdata/*.bad.yaml")
-	for _, f := range files {
-		data, _ := os.ReadFile(f)
-		if _, err := Parse(data); err != nil && strings.Contains(err.Error(), "do-not-print-me") {
-			t.Errorf("%s: error quotes the password: %v", f, err)
+	for _, f := range readTestdata(t, "*.bad.yaml", 0) {
+		if _, err := Parse(f.data); err != nil && strings.Contains(err.Error(), "do-not-print-me") {
+			t.Errorf("%s: error quotes the password: %v", f.name, err)
 		}
 	}
 }

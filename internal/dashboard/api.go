@@ -38,6 +38,15 @@ func (h *Handler) writeAPIError(rw http.ResponseWriter, r *http.Request, op stri
 	writeJSON(rw, statusOf(err), apiError{Error: op + ": " + describe(err)})
 }
 
+// writeAnswer answers v, read by the operation op, or op's error.
+func (h *Handler) writeAnswer(rw http.ResponseWriter, r *http.Request, op string, v any, err error) {
+	if err != nil {
+		h.writeAPIError(rw, r, op, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, v)
+}
+
 // nonNil keeps empty lists as [] rather than null in answers.
 func nonNil[T any](s []T) []T {
 	if s == nil {
@@ -50,35 +59,23 @@ func (h *Handler) apiOverview(rw http.ResponseWriter, r *http.Request) {
 	ctx, cancel := backendCtx(r)
 	defer cancel()
 	o, err := h.b.Overview(ctx)
-	if err != nil {
-		h.writeAPIError(rw, r, "overview", err)
-		return
-	}
 	o.Streams, o.Groups, o.Roles = nonNil(o.Streams), nonNil(o.Groups), nonNil(o.Roles)
-	writeJSON(rw, http.StatusOK, o)
+	h.writeAnswer(rw, r, "overview", o, err)
 }
 
 func (h *Handler) apiSchemas(rw http.ResponseWriter, r *http.Request) {
 	ctx, cancel := backendCtx(r)
 	defer cancel()
 	list, err := h.b.Schemas(ctx)
-	if err != nil {
-		h.writeAPIError(rw, r, "schemas", err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, nonNil(list))
+	h.writeAnswer(rw, r, "schemas", nonNil(list), err)
 }
 
 func (h *Handler) apiSchema(rw http.ResponseWriter, r *http.Request) {
 	ctx, cancel := backendCtx(r)
 	defer cancel()
 	d, err := h.b.Schema(ctx, r.PathValue("name"))
-	if err != nil {
-		h.writeAPIError(rw, r, "schema", err)
-		return
-	}
 	d.Versions = nonNil(d.Versions)
-	writeJSON(rw, http.StatusOK, d)
+	h.writeAnswer(rw, r, "schema", d, err)
 }
 
 // apiErrors answers EventErrors, newest first: ?schema= (default every
@@ -93,11 +90,7 @@ func (h *Handler) apiErrors(rw http.ResponseWriter, r *http.Request) {
 	ctx, cancel := backendCtx(r)
 	defer cancel()
 	recs, err := h.b.Errors(ctx, f)
-	if err != nil {
-		h.writeAPIError(rw, r, "errors", err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, nonNil(recs))
+	h.writeAnswer(rw, r, "errors", nonNil(recs), err)
 }
 
 // errorFilter reads /api/errors' query.
@@ -130,11 +123,7 @@ func (h *Handler) apiTopics(rw http.ResponseWriter, r *http.Request) {
 	ctx, cancel := backendCtx(r)
 	defer cancel()
 	topics, err := h.b.Topics(ctx)
-	if err != nil {
-		h.writeAPIError(rw, r, "topics", err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, nonNil(topics))
+	h.writeAnswer(rw, r, "topics", nonNil(topics), err)
 }
 
 func (h *Handler) apiNotFound(rw http.ResponseWriter, r *http.Request) {

@@ -10,8 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/inspect"
 )
 
@@ -125,7 +125,7 @@ func decodeNode(dec *json.Decoder, depth int) (*jsonNode, error) {
 		}
 		return n, nil
 	case string:
-		return &jsonNode{kind: kindString, text: string(appendQuoted(nil, v))}, nil
+		return &jsonNode{kind: kindString, text: string(capsule.AppendString(nil, v))}, nil
 	case json.Number:
 		return &jsonNode{kind: kindNumber, text: v.String()}, nil
 	case bool:
@@ -267,7 +267,7 @@ func (n *jsonNode) render(b *strings.Builder, path string, depth int) {
 			var kidPath string
 			if n.kind == kindObject {
 				b.WriteString(`<span class="j-key">`)
-				b.WriteString(template.HTMLEscapeString(string(appendQuoted(nil, n.keys[i]))))
+				b.WriteString(template.HTMLEscapeString(string(capsule.AppendString(nil, n.keys[i]))))
 				b.WriteString(`</span>: `)
 				kidPath = path + "/" + pointerEscaper.Replace(n.keys[i])
 			} else {
@@ -290,33 +290,4 @@ func indent(b *strings.Builder, depth int) {
 	for range depth {
 		b.WriteString("  ")
 	}
-}
-
-// appendQuoted appends s as a JSON string. Unlike encoding/json it leaves
-// <, > and & alone (the HTML escaping is done after) so the text reads as
-// the client sent it.
-func appendQuoted(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b = append(b, '\\', '"')
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			if r < 0x20 {
-				b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
-			} else {
-				b = utf8.AppendRune(b, r)
-			}
-		}
-	}
-	return append(b, '"')
 }

@@ -40,6 +40,15 @@ func (h *Handler) fail(r *http.Request, b *base, what string, err error) int {
 	return statusOf(err)
 }
 
+// statusAfter returns the page's status after the operation what: 200
+// when it succeeded (err is nil), else as fail.
+func (h *Handler) statusAfter(r *http.Request, b *base, what string, err error) int {
+	if err == nil {
+		return http.StatusOK
+	}
+	return h.fail(r, b, what, err)
+}
+
 // render executes a page template into a buffer and writes it, so that a
 // template failure is a clean 500 rather than half a page.
 func (h *Handler) render(rw http.ResponseWriter, r *http.Request, status int, name string, data any) {
@@ -65,11 +74,8 @@ func (h *Handler) overviewPage(rw http.ResponseWriter, r *http.Request) {
 	ctx, cancel := backendCtx(r)
 	defer cancel()
 	v := overviewView{base: h.newBase("Overview", "overview", "overview.js")}
-	status := http.StatusOK
 	o, err := h.b.Overview(ctx)
-	if err != nil {
-		status = h.fail(r, &v.base, "read the pipeline overview", err)
-	}
+	status := h.statusAfter(r, &v.base, "read the pipeline overview", err)
 	v.Overview = o
 	h.render(rw, r, status, "overview", v)
 }
@@ -84,11 +90,8 @@ func (h *Handler) schemasPage(rw http.ResponseWriter, r *http.Request) {
 	ctx, cancel := backendCtx(r)
 	defer cancel()
 	v := schemasView{base: h.newBase("Schemas", "schemas")}
-	status := http.StatusOK
 	list, err := h.b.Schemas(ctx)
-	if err != nil {
-		status = h.fail(r, &v.base, "list the schemas", err)
-	}
+	status := h.statusAfter(r, &v.base, "list the schemas", err)
 	v.Schemas = slices.SortedFunc(slices.Values(list), func(a, b inspect.SchemaSummary) int {
 		return cmp.Compare(a.Name, b.Name)
 	})
@@ -113,10 +116,9 @@ func (h *Handler) schemaPage(rw http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	name := r.PathValue("name")
 	v := schemaView{base: h.newBase(name, "schemas"), Name: name}
-	status := http.StatusOK
 	d, err := h.b.Schema(ctx, name)
 	if err != nil {
-		status = h.fail(r, &v.base, "read schema "+name, err)
+		status := h.fail(r, &v.base, "read schema "+name, err)
 		h.render(rw, r, status, "schema", v)
 		return
 	}
@@ -126,7 +128,7 @@ func (h *Handler) schemaPage(rw http.ResponseWriter, r *http.Request) {
 	})
 	a, b, err := pickVersions(v.Versions, r.URL.Query().Get("a"), r.URL.Query().Get("b"))
 	if err != nil {
-		status = h.fail(r, &v.base, "compare the versions", err)
+		status := h.fail(r, &v.base, "compare the versions", err)
 		h.render(rw, r, status, "schema", v)
 		return
 	}
@@ -137,7 +139,7 @@ func (h *Handler) schemaPage(rw http.ResponseWriter, r *http.Request) {
 			v.Example = prettyJSON(b.Example)
 		}
 	}
-	h.render(rw, r, status, "schema", v)
+	h.render(rw, r, http.StatusOK, "schema", v)
 }
 
 // pickVersions finds the versions ?a= and ?b= name in versions (sorted by
@@ -192,11 +194,8 @@ func (h *Handler) errorsPage(rw http.ResponseWriter, r *http.Request) {
 		Limit:       errorsLimit,
 		ReplayLimit: maxReplayUUIDs,
 	}
-	status := http.StatusOK
 	recs, err := h.b.Errors(ctx, inspect.ErrorFilter{Schema: schema, Limit: errorsLimit})
-	if err != nil {
-		status = h.fail(r, &v.base, "read the EventErrors", err)
-	}
+	status := h.statusAfter(r, &v.base, "read the EventErrors", err)
 	v.Records = recs
 	h.render(rw, r, status, "errors", v)
 }
@@ -259,11 +258,8 @@ func (h *Handler) tailPage(rw http.ResponseWriter, r *http.Request) {
 	ctx, cancel := backendCtx(r)
 	defer cancel()
 	v := tailView{base: h.newBase("Live tail", "tail", "tail.js"), Topic: r.URL.Query().Get("topic"), Rows: tailRows}
-	status := http.StatusOK
 	topics, err := h.b.Topics(ctx)
-	if err != nil {
-		status = h.fail(r, &v.base, "list the topics", err)
-	}
+	status := h.statusAfter(r, &v.base, "list the topics", err)
 	v.Topics = slices.Sorted(slices.Values(topics))
 	h.render(rw, r, status, "tail", v)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -106,12 +108,46 @@ func (t *Topics) EnsureWith(ctx context.Context, d TopicDefaults, names ...strin
 	}
 }
 
-// CheckCompacted reports an error unless topic's cleanup policy keeps
+// EnsureCompactedTopic creates topic through cl if it is missing: one
+// partition, cleanup.policy=compact, and min.insync.replicas = 2 when
+// replicationFactor is 3 or more (else 1); replicationFactor <= 0 means
+// the broker's defaults. An existing topic is kept, but it is an error if
+// its cleanup policy lets retention delete records (why says what goes
+// wrong then, as for checkCompacted); more than one partition is logged,
+// only partition 0 being used. The compacted topics of the pipeline (the
+// schema log, the IP-key store) are set up with it at start.
+func EnsureCompactedTopic(ctx context.Context, cl *kgo.Client, topic string, replicationFactor int16, why string, log *slog.Logger) error {
+	configs := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
+	if replicationFactor <= 0 {
+		replicationFactor = -1
+	} else {
+		configs["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(int(max(1, min(2, replicationFactor-1)))))
+	}
+	d := TopicDefaults{Partitions: 1, ReplicationFactor: replicationFactor, Configs: configs}
+	if err := NewTopics(cl, d).Ensure(ctx, topic); err != nil {
+		return err
+	}
+	adm := kadm.NewClient(cl)
+	details, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("describe %s: %w", topic, err)
+	}
+	td, ok := details[topic]
+	switch {
+	case !ok:
+		return fmt.Errorf("describe %s: topic not in metadata", topic)
+	case td.Err != nil:
+		return fmt.Errorf("describe %s: %w", topic, td.Err)
+	case len(td.Partitions) != 1:
+		log.Warn("topic has more than one partition; only partition 0 is used", "topic", topic, "partitions", len(td.Partitions))
+	}
+	return checkCompacted(ctx, adm, topic, why)
+}
+
+// checkCompacted reports an error unless topic's cleanup policy keeps
 // every key's latest record forever: "compact", or "compact,delete" with
 // retention.ms -1. why says what goes wrong otherwise ("records expire").
-// The compacted topics of the pipeline (the schema log, the IP-key store)
-// check themselves with it at start.
-func CheckCompacted(ctx context.Context, adm *kadm.Client, topic, why string) error {
+func checkCompacted(ctx context.Context, adm *kadm.Client, topic, why string) error {
 	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
 	if err != nil {
 		return fmt.Errorf("describe configs of %s: %w", topic, err)

@@ -220,28 +220,26 @@ func TestTLSAndSASLOnKfake(t *testing.T) {
 	// Without the CA the broker's certificate is not trusted.
 	noCA := good
 	noCA.TLS = &TLS{CertFile: pki.clientCert, KeyFile: pki.clientKey}
-	bad, err := NewClient(noCA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bad.Close()
-	pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
-	defer pcancel()
-	if err := Ping(pctx, bad); err == nil {
-		t.Error("ping without the CA succeeded")
-	}
+	wantPingFails(ctx, t, noCA, "ping without the CA")
 	// Plaintext to a TLS listener does not get in either.
 	plain := good
 	plain.TLS = nil
-	pl, err := NewClient(plain)
+	wantPingFails(ctx, t, plain, "plaintext ping to the TLS listener")
+}
+
+// wantPingFails fails t if a client with cfg can ping the broker within 5
+// seconds; what names the attempt.
+func wantPingFails(ctx context.Context, t *testing.T, cfg Config, what string) {
+	t.Helper()
+	cl, err := NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pl.Close()
-	pctx2, pcancel2 := context.WithTimeout(ctx, 5*time.Second)
-	defer pcancel2()
-	if err := Ping(pctx2, pl); err == nil {
-		t.Error("plaintext ping to the TLS listener succeeded")
+	defer cl.Close()
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := Ping(pctx, cl); err == nil {
+		t.Errorf("%s succeeded", what)
 	}
 }
 

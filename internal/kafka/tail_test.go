@@ -24,6 +24,17 @@ func tailCluster(t *testing.T, topic string) []string {
 	return c.ListenAddrs()
 }
 
+// startTailCluster starts tailCluster with the topic "t" and returns a
+// context that ends with the test (within 30 seconds), the brokers and a
+// client of them.
+func startTailCluster(t *testing.T) (context.Context, []string, *kgo.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	brokers := tailCluster(t, "t")
+	return ctx, brokers, newTestClient(t, brokers)
+}
+
 // produceValues produces one record per value, keyed so both partitions
 // get some, and waits for all acknowledgements.
 func produceValues(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, values ...string) {
@@ -62,34 +73,34 @@ func collect(t *testing.T, n int, got *[]string) func(Record) error {
 	}
 }
 
-func TestTailFromBeginning(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	brokers := tailCluster(t, "t")
-	cl := newTestClient(t, brokers)
-	want := names("rec", 20)
-	produceValues(ctx, t, cl, "t", want...)
-
+// tailSorted tails with cfg until n values have come (collect) and
+// returns them sorted.
+func tailSorted(ctx context.Context, t *testing.T, cfg TailConfig, n int) []string {
+	t.Helper()
 	var got []string
-	err := Tail(ctx, TailConfig{Kafka: Config{Brokers: brokers}, Topics: []string{"t"}, FromBeginning: true}, collect(t, len(want), &got))
-	if err != nil {
+	if err := Tail(ctx, cfg, collect(t, n, &got)); err != nil {
 		t.Fatalf("Tail: %v (ErrStopTail must stop cleanly)", err)
 	}
 	slices.Sort(got)
+	return got
+}
+
+func TestTailFromBeginning(t *testing.T) {
+	ctx, brokers, cl := startTailCluster(t)
+	want := names("rec", 20)
+	produceValues(ctx, t, cl, "t", want...)
+
+	got := tailSorted(ctx, t, TailConfig{Kafka: Config{Brokers: brokers}, Topics: []string{"t"}, FromBeginning: true}, len(want))
 	if !slices.Equal(got, want) {
 		t.Fatalf("from the beginning got %v, want %v", got, want)
 	}
 }
 
 func TestTailFromEnd(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	brokers := tailCluster(t, "t")
-	cl := newTestClient(t, brokers)
+	ctx, brokers, cl := startTailCluster(t)
 	produceValues(ctx, t, cl, "t", names("old", 20)...)
 
 	want := names("new", 10)
-	var got []string
 	cfg := TailConfig{
 		Kafka:  Config{Brokers: brokers},
 		Topics: []string{"t"},
@@ -97,20 +108,13 @@ func TestTailFromEnd(t *testing.T) {
 		// old record would be read first and take one of the 10 places.
 		OnStart: func() { produceValues(ctx, t, cl, "t", want...) },
 	}
-	if err := Tail(ctx, cfg, collect(t, len(want), &got)); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(got)
-	if !slices.Equal(got, want) {
+	if got := tailSorted(ctx, t, cfg, len(want)); !slices.Equal(got, want) {
 		t.Fatalf("from the end got %v, want only the records produced after the start %v", got, want)
 	}
 }
 
 func TestTailStops(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	brokers := tailCluster(t, "t")
-	cl := newTestClient(t, brokers)
+	ctx, brokers, cl := startTailCluster(t)
 	produceValues(ctx, t, cl, "t", names("rec", 4)...)
 	cfg := TailConfig{Kafka: Config{Brokers: brokers}, Topics: []string{"t"}, FromBeginning: true}
 

@@ -156,6 +156,16 @@ func parseFormat(format string) (*Format, error) {
 		seen[field] = spec
 		return nil
 	}
+	// The specifiers that fill one capsule field each.
+	single := map[byte]struct {
+		kind  kind
+		field string
+		has   *bool
+	}{
+		't': {kindTime, "timestamp", &f.hasTime},
+		'D': {kindDT, "dt", &f.hasDT},
+		'h': {kindClientIP, "clientIp", &f.hasClientIP},
+	}
 	for i := 0; i < len(format); {
 		c := format[i]
 		if c == ' ' {
@@ -193,24 +203,13 @@ func parseFormat(format string) (*Format, error) {
 				return nil, err
 			}
 			f.hasCapsule = true
-		case 't':
-			e.kind = kindTime
-			if err := claim("timestamp", "%t", start); err != nil {
+		case 't', 'D', 'h':
+			sf := single[c]
+			e.kind = sf.kind
+			if err := claim(sf.field, "%"+string(c), start); err != nil {
 				return nil, err
 			}
-			f.hasTime = true
-		case 'D':
-			e.kind = kindDT
-			if err := claim("dt", "%D", start); err != nil {
-				return nil, err
-			}
-			f.hasDT = true
-		case 'h':
-			e.kind = kindClientIP
-			if err := claim("clientIp", "%h", start); err != nil {
-				return nil, err
-			}
-			f.hasClientIP = true
+			*sf.has = true
 		case 'o':
 			e.kind = kindOmit
 		case '{':

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
 // valueGen appends one random JSON value that is valid against the
@@ -168,7 +170,7 @@ type enumGen struct {
 func enumOf(list []any, types []string, path string) (valueGen, error) {
 	g := &enumGen{types: types}
 	for _, v := range list {
-		if types != nil && !slices.Contains(types, kindOf(v)) && (kindOf(v) != "integer" || !slices.Contains(types, "number")) {
+		if types != nil && !slices.Contains(types, schema.JSONKind(v)) && (schema.JSONKind(v) != "integer" || !slices.Contains(types, "number")) {
 			continue // the type forbids this value: it is never valid
 		}
 		b, err := json.Marshal(v)
@@ -188,39 +190,6 @@ func (e *enumGen) appendValue(dst []byte, r *rand.Rand) []byte {
 	return append(dst, e.values[r.IntN(len(e.values))]...)
 }
 func (e *enumGen) allowed() []string { return e.types }
-
-// kindOf is the JSON Schema type of a decoded value (integer for whole
-// numbers).
-func kindOf(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case json.Number:
-		if _, err := x.Int64(); err == nil {
-			return "integer"
-		}
-		if f, err := x.Float64(); err == nil && f == math.Trunc(f) {
-			return "integer"
-		}
-		return "number"
-	case float64:
-		if x == math.Trunc(x) {
-			return "integer"
-		}
-		return "number"
-	case int, int64:
-		return "integer"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return "unknown"
-}
 
 func number(v any) (float64, bool) {
 	switch x := v.(type) {

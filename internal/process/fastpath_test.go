@@ -2,7 +2,6 @@ package process
 
 import (
 	"context"
-	"runtime"
 	"strconv"
 	"testing"
 
@@ -62,20 +61,7 @@ func BenchmarkProcessStandardValid(b *testing.B) {
 			size += len(line)
 		}
 	}
-	b.ReportAllocs()
-	b.SetBytes(int64(size / len(lines)))
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	i := 0
-	for b.Loop() {
-		outs = p.Process(ctx, f, lines[i], nil, outs[:0])
-		if i++; i == len(lines) {
-			i = 0
-		}
-	}
-	runtime.ReadMemStats(&after)
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lines/s")
-	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N), "allocs/line")
+	benchmarkLines(b, p, f, lines, int64(size/len(lines)))
 }
 
 // TestFastPathConcurrent: goroutines sharing a fresh processor (its name

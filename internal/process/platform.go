@@ -23,13 +23,13 @@ func (p *Processor) buildPlatform(ctx context.Context, fl *lineformat.Fields, ev
 	}
 	uri, ok := ev["$schema"].(string)
 	if !ok {
-		return route{}, invalid("/$schema", "got "+jsonKind(ev["$schema"])+", want string")
+		return route{}, invalid("/$schema", "got "+schema.JSONKind(ev["$schema"])+", want string")
 	}
 	c.Schema = uri
 	meta, ok := ev["meta"].(map[string]any)
 	if !ok {
 		if _, present := ev["meta"]; present {
-			return route{}, invalid("/meta", "got "+jsonKind(ev["meta"])+", want object")
+			return route{}, invalid("/meta", "got "+schema.JSONKind(ev["meta"])+", want object")
 		}
 		return route{}, invalid("/meta", "required property missing (meta.stream names the event's stream)")
 	}
@@ -159,7 +159,7 @@ func metaID(client any, uuid string) (string, *failure) {
 			return v, nil
 		}
 	default:
-		return "", invalid("/meta/id", "got "+jsonKind(v)+", want string")
+		return "", invalid("/meta/id", "got "+schema.JSONKind(v)+", want string")
 	}
 	return capsule.Hyphenated(uuid), nil
 }

@@ -116,13 +116,7 @@ func TestProcessEventPlatformInvalid(t *testing.T) {
 				t.Errorf("message %q lacks %q", res.Message, c.reason)
 			}
 			if c.pointer != "" {
-				found := false
-				for _, v := range res.Errors {
-					found = found || v.Pointer == c.pointer
-				}
-				if !found {
-					t.Errorf("no violation at %s: %+v", c.pointer, res.Errors)
-				}
+				wantViolationAt(t, res.Errors, c.pointer)
 			}
 		})
 	}

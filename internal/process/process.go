@@ -283,7 +283,7 @@ func (p *Processor) build(ctx context.Context, s *scratch, c *capsule.Capsule) (
 	}
 	client, ok := v.(map[string]any)
 	if !ok {
-		return route{}, processorFailure("decode capsule JSON: capsule is %s, not an object", jsonKind(v))
+		return route{}, processorFailure("decode capsule JSON: capsule is %s, not an object", schema.JSONKind(v))
 	}
 	if _, platform := client["$schema"]; platform {
 		return p.buildPlatform(ctx, fl, client, c)
@@ -311,7 +311,7 @@ func (p *Processor) build(ctx context.Context, s *scratch, c *capsule.Capsule) (
 					c.WebHost = str
 				}
 			} else {
-				addViol("/"+escapePointer(k), "got "+jsonKind(val)+", want string")
+				addViol("/"+escapePointer(k), "got "+schema.JSONKind(val)+", want string")
 			}
 		default:
 			addViol("/"+escapePointer(k), "additional property not allowed in the capsule")
@@ -320,7 +320,7 @@ func (p *Processor) build(ctx context.Context, s *scratch, c *capsule.Capsule) (
 	name, nameOK := client["schema"].(string)
 	if !nameOK {
 		if _, present := client["schema"]; present {
-			addViol("/schema", "got "+jsonKind(client["schema"])+", want string")
+			addViol("/schema", "got "+schema.JSONKind(client["schema"])+", want string")
 		} else {
 			addViol("/schema", "required property missing")
 		}
@@ -332,12 +332,12 @@ func (p *Processor) build(ctx context.Context, s *scratch, c *capsule.Capsule) (
 	} else if n, ok := jsonInt(rv); ok {
 		c.Revision, revOK = n, true
 	} else {
-		addViol("/revision", "got "+jsonKind(rv)+", want integer")
+		addViol("/revision", "got "+schema.JSONKind(rv)+", want integer")
 	}
 	event, eventOK := client["event"].(map[string]any)
 	if !eventOK {
 		if ev, present := client["event"]; present {
-			addViol("/event", "got "+jsonKind(ev)+", want object")
+			addViol("/event", "got "+schema.JSONKind(ev)+", want object")
 		} else {
 			addViol("/event", "required property missing")
 		}
@@ -440,21 +440,21 @@ func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, clie
 	if v, ok := client["recvFrom"]; ok && (trust || !haveRecv) {
 		str, isStr := v.(string)
 		if !isStr {
-			return &failure{code: capsule.CodeValidation, message: "/recvFrom: want string", violations: []capsule.Violation{{Pointer: "/recvFrom", Reason: "got " + jsonKind(v) + ", want string"}}}
+			return &failure{code: capsule.CodeValidation, message: "/recvFrom: want string", violations: []capsule.Violation{{Pointer: "/recvFrom", Reason: "got " + schema.JSONKind(v) + ", want string"}}}
 		}
 		c.RecvFrom, haveRecv = str, true
 	}
 	if v, ok := client["seqId"]; ok && (trust || !haveSeq) {
 		n, isInt := jsonInt(v)
 		if !isInt {
-			return &failure{code: capsule.CodeValidation, message: "/seqId: want integer", violations: []capsule.Violation{{Pointer: "/seqId", Reason: "got " + jsonKind(v) + ", want integer"}}}
+			return &failure{code: capsule.CodeValidation, message: "/seqId: want integer", violations: []capsule.Violation{{Pointer: "/seqId", Reason: "got " + schema.JSONKind(v) + ", want integer"}}}
 		}
 		c.SeqID, haveSeq = n, true
 	}
 	if v, ok := client["timestamp"]; ok && (trust || !haveTS) {
 		n, isInt := jsonInt(v)
 		if !isInt {
-			return &failure{code: capsule.CodeValidation, message: "/timestamp: want integer", violations: []capsule.Violation{{Pointer: "/timestamp", Reason: "got " + jsonKind(v) + ", want integer"}}}
+			return &failure{code: capsule.CodeValidation, message: "/timestamp: want integer", violations: []capsule.Violation{{Pointer: "/timestamp", Reason: "got " + schema.JSONKind(v) + ", want integer"}}}
 		}
 		// A timestamp in milliseconds (the 2013 server-side clients and
 		// the original's own fixtures: 1358791834912) is read as the uuid
@@ -626,29 +626,6 @@ func jsonInt(v any) (int64, bool) {
 		}
 	}
 	return 0, false
-}
-
-func jsonKind(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case json.Number:
-		if _, ok := jsonInt(x); ok {
-			return "integer"
-		}
-		return "number"
-	case float64:
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 func escapePointer(s string) string {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +168,14 @@ func TestParserReferenceNegative(t *testing.T) {
 	}
 }
 
+// wantViolationAt fails t unless one of errs is at pointer.
+func wantViolationAt(t testing.TB, errs []capsule.Violation, pointer string) {
+	t.Helper()
+	if !slices.ContainsFunc(errs, func(v capsule.Violation) bool { return v.Pointer == pointer }) {
+		t.Errorf("no violation at %s: %+v", pointer, errs)
+	}
+}
+
 func onlyError(t testing.TB, outs []Output) capsule.EventError {
 	t.Helper()
 	if len(outs) != 1 || outs[0].Topic != capsule.TopicEventError {
@@ -240,13 +249,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("processorId %q message %q", ee.ProcessorID, ee.Message)
 			}
 			if c.pointer != "" {
-				found := false
-				for _, v := range ee.Errors {
-					found = found || v.Pointer == c.pointer
-				}
-				if !found {
-					t.Errorf("no violation at %s: %+v", c.pointer, ee.Errors)
-				}
+				wantViolationAt(t, ee.Errors, c.pointer)
 			}
 			if len(c.raw) > 64<<10 {
 				if ee.RawEventBytes != len(c.raw) || len(ee.RawEvent) != 64<<10 {

@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -107,22 +108,18 @@ const (
 
 // parseLevel returns the canonical (upper-case) form of a compatibility
 // level, case-insensitively.
-func parseLevel(s string) (string, bool) {
-	u := strings.ToUpper(strings.TrimSpace(s))
-	for _, l := range levels {
-		if u == l {
-			return l, true
-		}
-	}
-	return "", false
-}
+func parseLevel(s string) (string, bool) { return parseName(s, levels) }
 
-func parseMode(s string) (string, bool) {
+// parseMode returns the canonical (upper-case) form of a mode,
+// case-insensitively.
+func parseMode(s string) (string, bool) { return parseName(s, modes) }
+
+// parseName returns the member of names (all upper case) that s is, case
+// and surrounding white space aside.
+func parseName(s string, names []string) (string, bool) {
 	u := strings.ToUpper(strings.TrimSpace(s))
-	for _, m := range modes {
-		if u == m {
-			return m, true
-		}
+	if i := slices.Index(names, u); i >= 0 {
+		return names[i], true
 	}
 	return "", false
 }

@@ -467,13 +467,7 @@ func (r *Registry) postCompatibility(c *call) error {
 
 // GET /config[/{s}]?defaultToGlobal=
 func (r *Registry) getConfig(c *call) error {
-	st := r.st
-	st.mu.RLock()
-	level, ok := st.config[c.subject]
-	if !ok && (c.subject == "" || c.flag("defaultToGlobal")) {
-		level, ok = st.levelOf("", r.cfg.DefaultLevel), true
-	}
-	st.mu.RUnlock()
+	level, ok := r.subjectSetting(c, r.st.config, func(st *state) string { return st.levelOf("", r.cfg.DefaultLevel) })
 	if !ok {
 		return errLevelNotSet(c.subject)
 	}
@@ -482,12 +476,9 @@ func (r *Registry) getConfig(c *call) error {
 
 // PUT /config[/{s}] {"compatibility": level}
 func (r *Registry) putConfig(c *call) error {
-	if c.subject != "" && !validSubject(c.subject) {
-		return errInvalidSubject(c.subject)
-	}
 	var req levelRequest
-	if err := json.Unmarshal(c.body, &req); err != nil {
-		return bodyError(err)
+	if err := decodeSettingBody(c, &req); err != nil {
+		return err
 	}
 	given := req.Compatibility
 	if given == "" {
@@ -514,13 +505,7 @@ func (r *Registry) deleteConfig(c *call) error {
 
 // GET /mode[/{s}]?defaultToGlobal=
 func (r *Registry) getMode(c *call) error {
-	st := r.st
-	st.mu.RLock()
-	mode, ok := st.mode[c.subject]
-	if !ok && (c.subject == "" || c.flag("defaultToGlobal")) {
-		mode, ok = st.modeOf(""), true
-	}
-	st.mu.RUnlock()
+	mode, ok := r.subjectSetting(c, r.st.mode, func(st *state) string { return st.modeOf("") })
 	if !ok {
 		return errModeNotSet(c.subject)
 	}
@@ -529,12 +514,9 @@ func (r *Registry) getMode(c *call) error {
 
 // PUT /mode[/{s}]?force= {"mode": mode}
 func (r *Registry) putMode(c *call) error {
-	if c.subject != "" && !validSubject(c.subject) {
-		return errInvalidSubject(c.subject)
-	}
 	var req modeBody
-	if err := json.Unmarshal(c.body, &req); err != nil {
-		return bodyError(err)
+	if err := decodeSettingBody(c, &req); err != nil {
+		return err
 	}
 	mode, ok := parseMode(req.Mode)
 	if !ok {
@@ -553,6 +535,33 @@ func (r *Registry) deleteModeHandler(c *call) error {
 		return err
 	}
 	return c.json(modeBody{Mode: prev})
+}
+
+// subjectSetting returns the call's subject's own value in values, the
+// state's levels or modes; for the global setting ("") or with
+// ?defaultToGlobal, the value global reads from the state (read-locked)
+// when the subject has none of its own.
+func (r *Registry) subjectSetting(c *call, values map[string]string, global func(*state) string) (string, bool) {
+	st := r.st
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	v, ok := values[c.subject]
+	if !ok && (c.subject == "" || c.flag("defaultToGlobal")) {
+		return global(st), true
+	}
+	return v, ok
+}
+
+// decodeSettingBody checks the subject of a PUT /config or PUT /mode and
+// reads the JSON body into req.
+func decodeSettingBody(c *call, req any) error {
+	if c.subject != "" && !validSubject(c.subject) {
+		return errInvalidSubject(c.subject)
+	}
+	if err := json.Unmarshal(c.body, req); err != nil {
+		return bodyError(err)
+	}
+	return nil
 }
 
 // GET /{title...}/{version}: the Event Platform schema registered under

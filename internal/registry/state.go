@@ -60,6 +60,15 @@ type modeRecord struct {
 	Mode string `json:"mode"`
 }
 
+// settingRecord is the value of a config/ or mode/ record.
+type settingRecord interface {
+	levelRecord | modeRecord
+	setting() string
+}
+
+func (r levelRecord) setting() string { return r.CompatibilityLevel }
+func (r modeRecord) setting() string  { return r.Mode }
+
 type maxIDRecord struct {
 	MaxID int `json:"maxId"`
 }
@@ -197,29 +206,9 @@ func (s *state) apply(rec schemalog.Record) error {
 	case strings.HasPrefix(key, keySchema):
 		return s.applySchema(key[len(keySchema):], rec.Value)
 	case strings.HasPrefix(key, keyConfig):
-		return applySetting(s.config, key[len(keyConfig):], rec.Value, func(b []byte) (string, error) {
-			var v levelRecord
-			if err := json.Unmarshal(b, &v); err != nil {
-				return "", err
-			}
-			l, ok := parseLevel(v.CompatibilityLevel)
-			if !ok {
-				return "", fmt.Errorf("unknown compatibility level %q", v.CompatibilityLevel)
-			}
-			return l, nil
-		})
+		return applySetting[levelRecord](s.config, key[len(keyConfig):], rec.Value, parseLevel, "compatibility level")
 	case strings.HasPrefix(key, keyMode):
-		return applySetting(s.mode, key[len(keyMode):], rec.Value, func(b []byte) (string, error) {
-			var v modeRecord
-			if err := json.Unmarshal(b, &v); err != nil {
-				return "", err
-			}
-			m, ok := parseMode(v.Mode)
-			if !ok {
-				return "", fmt.Errorf("unknown mode %q", v.Mode)
-			}
-			return m, nil
-		})
+		return applySetting[modeRecord](s.mode, key[len(keyMode):], rec.Value, parseMode, "mode")
 	case key == keyMaxID:
 		if rec.Value == nil {
 			return nil
@@ -236,14 +225,21 @@ func (s *state) apply(rec schemalog.Record) error {
 	}
 }
 
-func applySetting(m map[string]string, subject string, value []byte, parse func([]byte) (string, error)) error {
+// applySetting applies a config/ or mode/ record of subject to m: a
+// tombstone (nil value) unsets it, else the record R's value, checked by
+// parse, sets it. what names the setting in errors.
+func applySetting[R settingRecord](m map[string]string, subject string, value []byte, parse func(string) (string, bool), what string) error {
 	if value == nil {
 		delete(m, subject)
 		return nil
 	}
-	v, err := parse(value)
-	if err != nil {
+	var rec R
+	if err := json.Unmarshal(value, &rec); err != nil {
 		return err
+	}
+	v, ok := parse(rec.setting())
+	if !ok {
+		return fmt.Errorf("unknown %s %q", what, rec.setting())
 	}
 	m[subject] = v
 	return nil

@@ -185,14 +185,10 @@ func (r *Registry) deleteSubject(ctx context.Context, name string, permanent boo
 	var (
 		nums    []int
 		records []schemaRecord
-		err     error
 	)
-	subj := st.subjects[name]
+	subj, err := st.deletableSubject(name)
 	switch {
-	case st.modeOf(name) == modeReadOnly:
-		err = errReadOnly(name)
-	case subj == nil:
-		err = errSubjectNotFound(name)
+	case err != nil:
 	case permanent && subj.hasLive():
 		err = apiErrorf(codeSubjectNotSoftDeleted, "Subject '%s' was not deleted first before being permanently deleted", name)
 	case !permanent && !subj.hasLive():
@@ -214,21 +210,8 @@ func (r *Registry) deleteSubject(ctx context.Context, name string, permanent boo
 	if err != nil {
 		return nil, err
 	}
-	if permanent {
-		if err := r.writeFloor(ctx); err != nil {
-			return nil, err
-		}
-		for _, n := range nums {
-			if err := r.append(ctx, schemaKey(name, n), nil); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		for i := range records {
-			if err := r.append(ctx, schemaKey(name, records[i].Version), encodeJSON(&records[i])); err != nil {
-				return nil, err
-			}
-		}
+	if err := r.appendDeletes(ctx, name, permanent, nums, records); err != nil {
+		return nil, err
 	}
 	if err := r.dropSubjectSettings(ctx, name); err != nil {
 		return nil, err
@@ -252,14 +235,10 @@ func (r *Registry) deleteVersion(ctx context.Context, name, spec string, permane
 		v       *version
 		rec     schemaRecord
 		lastOne bool
-		err     error
 	)
-	subj := st.subjects[name]
+	subj, err := st.deletableSubject(name)
 	switch {
-	case st.modeOf(name) == modeReadOnly:
-		err = errReadOnly(name)
-	case subj == nil:
-		err = errSubjectNotFound(name)
+	case err != nil:
 	case latest:
 		if v = subj.latest(permanent); v == nil {
 			err = errSubjectNotFound(name)
@@ -285,15 +264,7 @@ func (r *Registry) deleteVersion(ctx context.Context, name, spec string, permane
 	if err != nil {
 		return 0, err
 	}
-	if permanent {
-		if err := r.writeFloor(ctx); err != nil {
-			return 0, err
-		}
-		err = r.append(ctx, schemaKey(name, rec.Version), nil)
-	} else {
-		err = r.append(ctx, schemaKey(name, rec.Version), encodeJSON(&rec))
-	}
-	if err != nil {
+	if err := r.appendDeletes(ctx, name, permanent, []int{rec.Version}, []schemaRecord{rec}); err != nil {
 		return 0, err
 	}
 	if lastOne {
@@ -303,6 +274,43 @@ func (r *Registry) deleteVersion(ctx context.Context, name, spec string, permane
 	}
 	r.log.Info("schema version deleted", "subject", name, "version", rec.Version, "permanent", permanent)
 	return rec.Version, nil
+}
+
+// deletableSubject returns the subject whose versions are to be deleted,
+// or why none may be: the subject is read-only or unknown. The caller
+// holds s.mu.
+func (s *state) deletableSubject(name string) (*subject, error) {
+	if s.modeOf(name) == modeReadOnly {
+		return nil, errReadOnly(name)
+	}
+	subj := s.subjects[name]
+	if subj == nil {
+		return nil, errSubjectNotFound(name)
+	}
+	return subj, nil
+}
+
+// appendDeletes writes the deletion of versions of subject name: with
+// permanent, the id floor (see writeFloor), then a tombstone for each of
+// nums; else the records soft, marked deleted.
+func (r *Registry) appendDeletes(ctx context.Context, name string, permanent bool, nums []int, soft []schemaRecord) error {
+	if !permanent {
+		for i := range soft {
+			if err := r.append(ctx, schemaKey(name, soft[i].Version), encodeJSON(&soft[i])); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := r.writeFloor(ctx); err != nil {
+		return err
+	}
+	for _, n := range nums {
+		if err := r.append(ctx, schemaKey(name, n), nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkNoReferrers refuses to delete versions other schemas reference.
@@ -363,18 +371,15 @@ func (r *Registry) setLevel(ctx context.Context, subject, level string) error {
 // which falls back to the configured default) and returns the previous
 // level.
 func (r *Registry) deleteLevel(ctx context.Context, subject string) (string, error) {
-	r.writeMu.Lock()
-	defer r.writeMu.Unlock()
-	r.st.mu.RLock()
-	prev, ok := r.st.config[subject]
-	r.st.mu.RUnlock()
-	if !ok {
-		if subject == "" {
-			return r.cfg.DefaultLevel, nil
-		}
+	prev, ok, err := r.unsetSetting(ctx, keyConfig, r.st.config, subject)
+	switch {
+	case ok || err != nil:
+		return prev, err
+	case subject == "":
+		return r.cfg.DefaultLevel, nil
+	default:
 		return "", errLevelNotSet(subject)
 	}
-	return prev, r.append(ctx, keyConfig+subject, nil)
 }
 
 // setMode sets the mode of a subject ("" global). IMPORT needs an empty
@@ -401,15 +406,27 @@ func (r *Registry) setMode(ctx context.Context, subject, mode string, force bool
 
 // deleteMode unsets the mode of a subject and returns the previous one.
 func (r *Registry) deleteMode(ctx context.Context, subject string) (string, error) {
+	prev, ok, err := r.unsetSetting(ctx, keyMode, r.st.mode, subject)
+	if !ok && err == nil {
+		return "", errModeNotSet(subject)
+	}
+	return prev, err
+}
+
+// unsetSetting writes the tombstone of subject's record under prefix
+// (keyConfig or keyMode) if values, the state's map of that setting,
+// holds one, and returns the value it held; ok is false, and nothing is
+// written, when it holds none.
+func (r *Registry) unsetSetting(ctx context.Context, prefix string, values map[string]string, subject string) (prev string, ok bool, err error) {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	r.st.mu.RLock()
-	prev, ok := r.st.mode[subject]
+	prev, ok = values[subject]
 	r.st.mu.RUnlock()
 	if !ok {
-		return "", errModeNotSet(subject)
+		return "", false, nil
 	}
-	return prev, r.append(ctx, keyMode+subject, nil)
+	return prev, true, r.append(ctx, prefix+subject, nil)
 }
 
 func errLevelNotSet(subject string) *apiError {

@@ -119,6 +119,13 @@ func openSinks(c config.Config, kc kafka.Config, log *slog.Logger, m *Metrics) (
 		Metrics:    m.sink,
 	}
 	var runs []func(context.Context) error
+	// addRun adds the run of s (sink.Run closes it), the sink name
+	// consuming as the group <sink group>-<name>.
+	addRun := func(name string, s sink.Sink) {
+		cfg := base
+		cfg.Name, cfg.Group = name, c.Sink.Group+"-"+name
+		runs = append(runs, func(ctx context.Context) error { return sink.Run(ctx, cfg, s) })
+	}
 	if c.Sink.SQL != "" {
 		dialect, dsn := sqlsink.ParseTarget(c.Sink.SQL)
 		db, err := sqlsink.Open(dialect, dsn)
@@ -135,9 +142,7 @@ func openSinks(c config.Config, kc kafka.Config, log *slog.Logger, m *Metrics) (
 			return nil, nil, errors.Join(err, closeAll())
 		}
 		closers = append(closers, db.Close) // the Writer is closed by sink.Run
-		cfg := base
-		cfg.Name, cfg.Group = "sql", c.Sink.Group+"-sql"
-		runs = append(runs, func(ctx context.Context) error { return sink.Run(ctx, cfg, w) })
+		addRun("sql", w)
 		log.Info("sql sink running", "dialect", dialect)
 	}
 	if c.Sink.Files != "" {
@@ -160,9 +165,7 @@ func openSinks(c config.Config, kc kafka.Config, log *slog.Logger, m *Metrics) (
 		if err != nil {
 			return nil, nil, errors.Join(err, closeAll())
 		}
-		cfg := base // sink.Run closes fsink
-		cfg.Name, cfg.Group = "files", c.Sink.Group+"-files"
-		runs = append(runs, func(ctx context.Context) error { return sink.Run(ctx, cfg, fsink) })
+		addRun("files", fsink)
 		log.Info("file sink running", "root", c.Sink.Files, "format", c.Sink.Format)
 	}
 	if c.Sink.IcebergCatalog != "" {
@@ -182,9 +185,7 @@ func openSinks(c config.Config, kc kafka.Config, log *slog.Logger, m *Metrics) (
 		if err != nil {
 			return nil, nil, errors.Join(err, closeAll())
 		}
-		cfg := base // sink.Run closes isink
-		cfg.Name, cfg.Group = "iceberg", c.Sink.Group+"-iceberg"
-		runs = append(runs, func(ctx context.Context) error { return sink.Run(ctx, cfg, isink) })
+		addRun("iceberg", isink)
 		log.Info("iceberg sink running", "warehouse", c.Sink.IcebergWarehouse, "commit_interval", c.Sink.IcebergCommitInterval)
 	}
 	return runs, closeAll, nil

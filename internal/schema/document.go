@@ -42,7 +42,7 @@ func ParseDocument(raw []byte) (map[string]any, error) {
 	}
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%w: top level is %s, want object", ErrInvalidSchema, jsonKind(v))
+		return nil, fmt.Errorf("%w: top level is %s, want object", ErrInvalidSchema, JSONKind(v))
 	}
 	return doc, nil
 }

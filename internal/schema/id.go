@@ -66,7 +66,7 @@ func validName(s string) bool {
 func IDFromJSON(name, revision any) (ID, error) {
 	n, ok := name.(string)
 	if !ok {
-		return ID{}, fmt.Errorf("%w: schema name is %s, want string", ErrInvalidID, jsonKind(name))
+		return ID{}, fmt.Errorf("%w: schema name is %s, want string", ErrInvalidID, JSONKind(name))
 	}
 	var rev int64
 	switch r := revision.(type) {
@@ -86,7 +86,7 @@ func IDFromJSON(name, revision any) (ID, error) {
 	case int64:
 		rev = r
 	default:
-		return ID{}, fmt.Errorf("%w: revision is %s, want integer", ErrInvalidID, jsonKind(revision))
+		return ID{}, fmt.Errorf("%w: revision is %s, want integer", ErrInvalidID, JSONKind(revision))
 	}
 	id := ID{Name: n, Revision: rev}
 	if err := id.Validate(); err != nil {
@@ -95,17 +95,37 @@ func IDFromJSON(name, revision any) (ID, error) {
 	return id, nil
 }
 
-// jsonKind names the JSON type of a decoded value, for error messages.
-func jsonKind(v any) string {
-	switch v.(type) {
+// JSONKind names the JSON Schema type of a decoded value: null, boolean,
+// string, integer (a whole number), number, array or object; for a value
+// JSON does not decode to, its Go type. Error messages name values by it.
+func JSONKind(v any) string {
+	switch x := v.(type) {
 	case nil:
 		return "null"
 	case bool:
 		return "boolean"
 	case string:
 		return "string"
-	case json.Number, float64, float32, int, int64, int32:
+	case json.Number:
+		if _, err := x.Int64(); err == nil {
+			return "integer"
+		}
+		if f, err := x.Float64(); err == nil && f == math.Trunc(f) {
+			return "integer"
+		}
 		return "number"
+	case float64:
+		if x == math.Trunc(x) {
+			return "integer"
+		}
+		return "number"
+	case float32:
+		if float64(x) == math.Trunc(float64(x)) {
+			return "integer"
+		}
+		return "number"
+	case int, int64, int32:
+		return "integer"
 	case []any:
 		return "array"
 	case map[string]any:

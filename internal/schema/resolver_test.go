@@ -23,6 +23,14 @@ func newCountingSource(src Source) *countingSource {
 	return &countingSource{src: src, calls: map[ID]int{}}
 }
 
+// newGatedResolver returns a resolver over the test schemas whose fetches
+// wait until the returned source's gate is closed (or their ctx ends).
+func newGatedResolver(cfg ResolverConfig) (*countingSource, *Resolver) {
+	src := newCountingSource(NewDirSource(schemaDir))
+	src.gate = make(chan struct{})
+	return src, NewResolver(src, cfg)
+}
+
 func (c *countingSource) Fetch(ctx context.Context, id ID) ([]byte, error) {
 	c.mu.Lock()
 	c.calls[id]++
@@ -160,9 +168,7 @@ func TestResolveInvalidID(t *testing.T) {
 
 func TestResolveFetchTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newCountingSource(NewDirSource(schemaDir))
-		src.gate = make(chan struct{}) // never opened: Fetch waits for ctx
-		r := NewResolver(src, ResolverConfig{FetchTimeout: 2 * time.Second})
+		src, r := newGatedResolver(ResolverConfig{FetchTimeout: 2 * time.Second}) // never opened: Fetch waits for ctx
 		start := time.Now()
 		_, err := r.Resolve(t.Context(), pageViewID)
 		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNotFound) {
@@ -184,9 +190,7 @@ func TestResolveFetchTimeout(t *testing.T) {
 
 func TestResolveDefaultFetchTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newCountingSource(NewDirSource(schemaDir))
-		src.gate = make(chan struct{})
-		r := NewResolver(src, ResolverConfig{})
+		_, r := newGatedResolver(ResolverConfig{})
 		start := time.Now()
 		if _, err := r.Resolve(t.Context(), pageViewID); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Resolve = %v, want a deadline error", err)
@@ -199,9 +203,7 @@ func TestResolveDefaultFetchTimeout(t *testing.T) {
 
 func TestResolveConcurrentCompilesOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newCountingSource(NewDirSource(schemaDir))
-		src.gate = make(chan struct{})
-		r := NewResolver(src, ResolverConfig{})
+		src, r := newGatedResolver(ResolverConfig{})
 		const n = 16
 		results := make([]*Schema, n)
 		var wg sync.WaitGroup
@@ -235,9 +237,7 @@ func TestResolveConcurrentCompilesOnce(t *testing.T) {
 // callers waiting for it fetch themselves instead of sharing its error.
 func TestResolveLeaderCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newCountingSource(NewDirSource(schemaDir))
-		src.gate = make(chan struct{})
-		r := NewResolver(src, ResolverConfig{})
+		src, r := newGatedResolver(ResolverConfig{})
 		leaderCtx, cancel := context.WithCancel(t.Context())
 		leaderErr := make(chan error, 1)
 		go func() {
@@ -271,9 +271,7 @@ func TestResolveLeaderCancelled(t *testing.T) {
 
 func TestResolveWaiterContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newCountingSource(NewDirSource(schemaDir))
-		src.gate = make(chan struct{})
-		r := NewResolver(src, ResolverConfig{})
+		src, r := newGatedResolver(ResolverConfig{})
 		go func() { _, _ = r.Resolve(t.Context(), pageViewID) }()
 		synctest.Wait()
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)

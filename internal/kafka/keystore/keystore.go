@@ -97,37 +97,7 @@ func New(cfg kafka.Config, topic string, extra ...kgo.Opt) (*Store, error) {
 // a processor started after that would create a second key for the period
 // and hash differently from the others.
 func (s *Store) EnsureTopic(ctx context.Context, replicationFactor int16) error {
-	configs := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
-	if replicationFactor <= 0 {
-		replicationFactor = -1
-	} else {
-		configs["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(int(max(1, min(2, replicationFactor-1)))))
-	}
-	d := kafka.TopicDefaults{Partitions: 1, ReplicationFactor: replicationFactor, Configs: configs}
-	if err := kafka.NewTopics(s.cl, d).Ensure(ctx, s.topic); err != nil {
-		return fmt.Errorf("kafka: key store: %w", err)
-	}
-	return s.checkTopic(ctx)
-}
-
-// checkTopic verifies an existing key topic's partition count and cleanup
-// policy.
-func (s *Store) checkTopic(ctx context.Context) error {
-	details, err := s.adm.ListTopics(ctx, s.topic)
-	if err != nil {
-		return fmt.Errorf("kafka: key store: describe %s: %w", s.topic, err)
-	}
-	td, ok := details[s.topic]
-	if !ok {
-		return fmt.Errorf("kafka: key store: describe %s: topic not in metadata", s.topic)
-	}
-	if td.Err != nil {
-		return fmt.Errorf("kafka: key store: describe %s: %w", s.topic, td.Err)
-	}
-	if n := len(td.Partitions); n != 1 {
-		s.log.Warn("ip key topic has more than one partition; only partition 0 is used", "partitions", n)
-	}
-	if err := kafka.CheckCompacted(ctx, s.adm, s.topic, "keys expire and processors stop agreeing on them"); err != nil {
+	if err := kafka.EnsureCompactedTopic(ctx, s.cl, s.topic, replicationFactor, "keys expire and processors stop agreeing on them", s.log); err != nil {
 		return fmt.Errorf("kafka: key store: %w", err)
 	}
 	return nil
@@ -191,29 +161,31 @@ func (s *Store) Load(ctx context.Context) ([]iphash.Entry, error) {
 // bounds returns the log start offset and the high watermark of the key
 // partition.
 func (s *Store) bounds(ctx context.Context) (start, end int64, err error) {
-	ends, err := s.adm.ListEndOffsets(ctx, s.topic)
+	if end, err = s.keyOffset(ctx, "end", s.adm.ListEndOffsets); err != nil {
+		return 0, 0, err
+	}
+	if start, err = s.keyOffset(ctx, "start", s.adm.ListStartOffsets); err != nil {
+		return 0, 0, err
+	}
+	return start, end, nil
+}
+
+// keyOffset returns the key partition's offset that list (the admin
+// client's ListStartOffsets or ListEndOffsets, which: "start" or "end")
+// reports.
+func (s *Store) keyOffset(ctx context.Context, which string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (int64, error) {
+	offsets, err := list(ctx, s.topic)
 	if err != nil {
-		return 0, 0, fmt.Errorf("kafka: key store: end offset of %s: %w", s.topic, err)
+		return 0, fmt.Errorf("kafka: key store: %s offset of %s: %w", which, s.topic, err)
 	}
-	e, ok := ends.Lookup(s.topic, keyPartition)
+	o, ok := offsets.Lookup(s.topic, keyPartition)
 	if !ok {
-		return 0, 0, fmt.Errorf("kafka: key store: end offset of %s: topic or partition not found (EnsureTopic creates it)", s.topic)
+		return 0, fmt.Errorf("kafka: key store: %s offset of %s: topic or partition not found (EnsureTopic creates it)", which, s.topic)
 	}
-	if e.Err != nil {
-		return 0, 0, fmt.Errorf("kafka: key store: end offset of %s: %w", s.topic, e.Err)
+	if o.Err != nil {
+		return 0, fmt.Errorf("kafka: key store: %s offset of %s: %w", which, s.topic, o.Err)
 	}
-	starts, err := s.adm.ListStartOffsets(ctx, s.topic)
-	if err != nil {
-		return 0, 0, fmt.Errorf("kafka: key store: start offset of %s: %w", s.topic, err)
-	}
-	b, ok := starts.Lookup(s.topic, keyPartition)
-	if !ok {
-		return 0, 0, fmt.Errorf("kafka: key store: start offset of %s: topic or partition not found", s.topic)
-	}
-	if b.Err != nil {
-		return 0, 0, fmt.Errorf("kafka: key store: start offset of %s: %w", s.topic, b.Err)
-	}
-	return b.Offset, e.Offset, nil
+	return o.Offset, nil
 }
 
 // apply adds one consumed record to the entries, with compaction semantics:

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -234,7 +233,7 @@ func (l *Log) Run(ctx context.Context, apply func(Record)) error {
 		return err
 	}
 	defer rd.Close()
-	if err := ensureCompactedTopic(ctx, rd, l.cfg.Topic, l.cfg.ReplicationFactor, l.log); err != nil {
+	if err := kafka.EnsureCompactedTopic(ctx, rd, l.cfg.Topic, l.cfg.ReplicationFactor, "records expire", l.log); err != nil {
 		return fmt.Errorf("kafka: schema log: %w", err)
 	}
 	start, target, err := l.bounds(ctx, kadm.NewClient(rd))
@@ -752,37 +751,4 @@ func (l *Log) closeRetired() {
 		t.w.Close()
 		<-t.sem
 	}
-}
-
-// ensureCompactedTopic creates topic if it is missing: one partition,
-// cleanup.policy=compact, and min.insync.replicas = 2 when
-// replicationFactor is 3 or more (else 1); replicationFactor <= 0 means the
-// broker's defaults. An existing topic is kept, but it is an error if its
-// cleanup policy lets retention delete records.
-func ensureCompactedTopic(ctx context.Context, cl *kgo.Client, topic string, replicationFactor int16, log *slog.Logger) error {
-	configs := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
-	if replicationFactor <= 0 {
-		replicationFactor = -1
-	} else {
-		configs["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(int(max(1, min(2, replicationFactor-1)))))
-	}
-	d := kafka.TopicDefaults{Partitions: 1, ReplicationFactor: replicationFactor, Configs: configs}
-	if err := kafka.NewTopics(cl, d).Ensure(ctx, topic); err != nil {
-		return err
-	}
-	adm := kadm.NewClient(cl)
-	details, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		return fmt.Errorf("describe %s: %w", topic, err)
-	}
-	td, ok := details[topic]
-	switch {
-	case !ok:
-		return fmt.Errorf("describe %s: topic not in metadata", topic)
-	case td.Err != nil:
-		return fmt.Errorf("describe %s: %w", topic, td.Err)
-	case len(td.Partitions) != 1:
-		log.Warn("topic has more than one partition; only partition 0 is used", "partitions", len(td.Partitions))
-	}
-	return kafka.CheckCompacted(ctx, adm, topic, "records expire")
 }

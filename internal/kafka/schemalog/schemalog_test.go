@@ -271,6 +271,33 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	return time.Since(start)
 }
 
+// startLeaderAndFollower starts instances a and b, waits until both are
+// ready and agree on which leads, and returns the leader and the other.
+func startLeaderAndFollower(t *testing.T, seeds []string, topic string) (leader, follower *instance) {
+	t.Helper()
+	a := startInstance(t, seeds, topic, "a", "http://a.test:8081", false)
+	b := startInstance(t, seeds, topic, "b", "http://b.test:8081", false)
+	waitReady(t, a, b)
+	leader = settledLeader(t, 30*time.Second, a, b)
+	return leader, map[*instance]*instance{a: b, b: a}[leader]
+}
+
+// startCuttableLeader starts instance a, whose network the test can cut,
+// waits until it leads, then starts b, and returns both once b is ready
+// and follows a.
+func startCuttableLeader(t *testing.T, seeds []string, topic string) (a, b *instance) {
+	t.Helper()
+	a = startInstance(t, seeds, topic, "a", "http://a.test:8081", true)
+	waitReady(t, a)
+	settledLeader(t, 30*time.Second, a)
+	b = startInstance(t, seeds, topic, "b", "http://b.test:8081", false)
+	waitReady(t, b)
+	if settledLeader(t, 30*time.Second, a, b) != a {
+		t.Fatal("the second instance took the leadership from a healthy leader")
+	}
+	return a, b
+}
+
 // settledLeader waits until exactly one of ins leads and every other one
 // reports its URL, and returns it.
 func settledLeader(t *testing.T, within time.Duration, ins ...*instance) *instance {
@@ -339,11 +366,7 @@ func converged(t *testing.T, want *instance, ins ...*instance) {
 }
 
 func testSchemaLogReplication(t *testing.T, seeds []string, topic string) {
-	a := startInstance(t, seeds, topic, "a", "http://a.test:8081", false)
-	b := startInstance(t, seeds, topic, "b", "http://b.test:8081", false)
-	waitReady(t, a, b)
-	leader := settledLeader(t, 30*time.Second, a, b)
-	follower := map[*instance]*instance{a: b, b: a}[leader]
+	leader, follower := startLeaderAndFollower(t, seeds, topic)
 
 	ctx := t.Context()
 	_, err := follower.l.Append(ctx, []byte("subject/x"), []byte("{}"))
@@ -387,10 +410,10 @@ func testSchemaLogReplication(t *testing.T, seeds []string, topic string) {
 
 	// Everything stops; a fresh instance replays the whole log and, as the
 	// only candidate, leads and appends after it.
-	for _, in := range []*instance{a, b, c} {
+	for _, in := range []*instance{leader, follower, c} {
 		in.stop(t)
 	}
-	if err := a.l.WaitReady(ctx); err != nil {
+	if err := leader.l.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady after a completed replay and Run's return: %v", err)
 	}
 	if _, err := leader.l.Append(ctx, []byte("k"), []byte("v")); !errors.Is(err, ErrNotLeader) {
@@ -411,14 +434,7 @@ func testSchemaLogReplication(t *testing.T, seeds []string, topic string) {
 // testSchemaLogFailover cuts the leader off the network without letting it
 // leave the group, as SIGKILL would.
 func testSchemaLogFailover(t *testing.T, seeds []string, topic string) {
-	a := startInstance(t, seeds, topic, "a", "http://a.test:8081", true)
-	waitReady(t, a)
-	settledLeader(t, 30*time.Second, a)
-	b := startInstance(t, seeds, topic, "b", "http://b.test:8081", false)
-	waitReady(t, b)
-	if settledLeader(t, 30*time.Second, a, b) != a {
-		t.Fatal("the second instance took the leadership from a healthy leader")
-	}
+	a, b := startCuttableLeader(t, seeds, topic)
 	before := appendN(t, a, "old", 5)
 	converged(t, a, b)
 	want := a.rec.snapshot()
@@ -458,11 +474,7 @@ func testSchemaLogFailover(t *testing.T, seeds []string, topic string) {
 // testSchemaLogHandover stops the leader cleanly: it leaves the group, and
 // the follower takes over without waiting for the session timeout.
 func testSchemaLogHandover(t *testing.T, seeds []string, topic string) {
-	a := startInstance(t, seeds, topic, "a", "http://a.test:8081", false)
-	b := startInstance(t, seeds, topic, "b", "http://b.test:8081", false)
-	waitReady(t, a, b)
-	leader := settledLeader(t, 30*time.Second, a, b)
-	follower := map[*instance]*instance{a: b, b: a}[leader]
+	leader, follower := startLeaderAndFollower(t, seeds, topic)
 	before := appendN(t, leader, "old", 5)
 	want := leader.rec.snapshot()
 
@@ -538,12 +550,7 @@ func testSchemaLogFencedBySecondWriter(t *testing.T, seeds []string, topic strin
 // session expires and another instance leads, while the old leader still
 // believes it leads and can reach the broker to write. Its Append must fail.
 func testSchemaLogZombie(t *testing.T, seeds []string, topic string) {
-	a := startInstance(t, seeds, topic, "a", "http://a.test:8081", true)
-	waitReady(t, a)
-	settledLeader(t, 30*time.Second, a)
-	b := startInstance(t, seeds, topic, "b", "http://b.test:8081", false)
-	waitReady(t, b)
-	settledLeader(t, 30*time.Second, a, b)
+	a, b := startCuttableLeader(t, seeds, topic)
 	appendN(t, a, "old", 3)
 
 	a.net.freeze("election")

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -48,13 +47,7 @@ func (call adminCall) send(t *testing.T, c *http.Client, base string) (int, stri
 	if call.token != "" {
 		req.Header.Set("Authorization", "Bearer "+call.token)
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
+	return doHTTP(c, req)
 }
 
 // refused checks that call is answered 403 with a JSON body that says how

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventlogging/eventlogging/internal/avrowire"
@@ -116,11 +115,7 @@ func TestAvroStreamSinks(t *testing.T) {
 	})
 
 	// SQLite: one table (from $schema) for both streams.
-	db, err := sql.Open("sqlite", filepath.Join(dataDir, "events.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t, filepath.Join(dataDir, "events.db"))
 	const table = "analytics_edit_funnel_1_0_0"
 	sqlRows := map[string]map[string]any{} // session token -> column -> value
 	waitFor(t, 90*time.Second, "both streams' rows in SQLite", func() bool {
@@ -185,7 +180,7 @@ func TestAvroStreamSinks(t *testing.T) {
 	// counter leaves poison out) ...
 	var metrics string
 	waitFor(t, 90*time.Second, "both sinks' rows counted", func() bool {
-		metrics = avroHTTPGet(t, base+"/metrics")
+		_, metrics = request(t, http.MethodGet, base+"/metrics", "", nil)
 		for _, sink := range []string{"sql", "files"} {
 			for _, topic := range []string{avroTopic, jsonTopic} {
 				if !strings.Contains(metrics, fmt.Sprintf(`eventlogging_sink_rows_total{sink=%q,topic=%q} %d`, sink, topic, len(events))) {
@@ -197,7 +192,7 @@ func TestAvroStreamSinks(t *testing.T) {
 	})
 	// ... and nothing was poison: no record in the sink-error topic, none
 	// counted.
-	if n := avroTopicRecords(t, brokers, "eventlogging_SinkError"); n != 0 {
+	if n := countRecords(t, brokers, "eventlogging_SinkError"); n != 0 {
 		t.Errorf("eventlogging_SinkError holds %d records", n)
 	}
 	if m := regexp.MustCompile(`(?m)^eventlogging_sink_errors_total\{.*\} [1-9].*$`).FindString(metrics); m != "" {
@@ -310,25 +305,6 @@ func avroHasParquet(t *testing.T, dir string) bool {
 		return nil
 	})
 	return found
-}
-
-// avroTopicRecords is the number of records in topic; 0 when it does not
-// exist.
-func avroTopicRecords(t *testing.T, brokers []string, topic string) int64 {
-	t.Helper()
-	var n int64
-	endOffsets(t, brokers, topic).Each(func(o kadm.ListedOffset) {
-		if o.Err == nil {
-			n += o.Offset
-		}
-	})
-	return n
-}
-
-func avroHTTPGet(t *testing.T, u string) string {
-	t.Helper()
-	_, body := request(t, http.MethodGet, u, "", nil)
-	return body
 }
 
 func avroGrepLines(s, sub string) string {

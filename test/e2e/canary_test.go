@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/eventlogging/eventlogging/internal/sink/sqlsink"
 )
 
 // TestCanaries: with intake.canary_events configured, the standalone's
@@ -45,14 +41,7 @@ sink:
 	start := float64(time.Now().Add(-time.Minute).Unix())
 	var page string
 	waitFor(t, 60*time.Second, "both sinks to report a NavigationTiming canary", func() bool {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/metrics", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		page = string(b)
+		_, page, _ = get(t.Context(), base+"/metrics")
 		sinks := map[string]bool{}
 		for _, m := range seen.FindAllStringSubmatch(page, -1) {
 			if v, err := strconv.ParseFloat(m[2], 64); err == nil && v > start {
@@ -68,11 +57,7 @@ sink:
 	if !strings.Contains(topic, `"webHost":"canary"`) {
 		t.Fatalf("no canary in the NavigationTiming topic:\n%s", topic)
 	}
-	db, err := sqlsink.Open(sqlsink.SQLite, filepath.Join(dataDir, "events.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t, filepath.Join(dataDir, "events.db"))
 	var rows, canaries int
 	waitFor(t, 30*time.Second, "the real event in SQL", func() bool {
 		err := db.QueryRowContext(t.Context(), `SELECT COUNT(*), COALESCE(SUM(webHost = 'canary'), 0) FROM "NavigationTiming_7"`).Scan(&rows, &canaries)

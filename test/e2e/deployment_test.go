@@ -63,8 +63,7 @@ func TestDeployment(t *testing.T) {
 	logLoad(t, "at the start")
 	t.Cleanup(func() { logLoad(t, "at the end") })
 
-	// Underscores: the sink's ^<prefix>_.+ matches the schema topics only.
-	prefix := strings.ReplaceAll(kafkatest.Topic(t, "deploy"), "-", "_")
+	prefix := sinkPrefix(t, "deploy")
 	dir := t.TempDir()
 	regAddr, intakeAddr, dashAddr, sinkMetrics := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
 	procMetrics := []string{freeAddr(t), freeAddr(t)}
@@ -335,25 +334,18 @@ func deployStatus(t *testing.T, bin string, env []string, dir string) (deploySta
 // httpStatus GETs u and returns the status code, 0 when it does not answer.
 func httpStatus(t *testing.T, u string) int {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
-	resp, err := http.DefaultClient.Do(req)
+	status, _, err := get(t.Context(), u)
 	if err != nil {
 		return 0
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return status
 }
 
 // getJSON GETs u and decodes its JSON body into v; false on any failure.
 func getJSON(t *testing.T, u string, v any) bool {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(v) == nil
+	status, body, err := get(t.Context(), u)
+	return err == nil && status == http.StatusOK && json.Unmarshal([]byte(body), v) == nil
 }
 
 // partitionsLog is one rebalance line of a role's JSON log.

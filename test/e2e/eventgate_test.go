@@ -5,9 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -99,16 +96,12 @@ func TestEventGateClients(t *testing.T) {
 
 	// A legacy beacon with the 2013-2016 client's flags.
 	beacon := `{"schema":"Generic","revision":13,"clientValidated":true,"isTruncated":false,"wiki":"testwiki","webHost":"flags.example","event":{"articleId":7,"articleTitle":"Flags"}}`
-	resp, err := noRedirectGet(t, base+"/beacon/event?"+url.PathEscape(beacon)+";")
+	resp, _, err := get(t.Context(), beaconURL(base, beacon))
 	if err != nil || resp != 204 {
 		t.Fatalf("beacon: %d %v", resp, err)
 	}
 
-	db, err := sql.Open("sqlite", filepath.Join(dataDir, "events.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t, filepath.Join(dataDir, "events.db"))
 	countRows(t, db, 1, `SELECT count(*) FROM "test_event_1_0_0" WHERE uuid = ?`, clientID)
 	countRows(t, db, 1, `SELECT count(*) FROM "test_event_1_0_0" WHERE uuid = ?`, generated)
 	countRows(t, db, 2, `SELECT count(*) FROM "test_event_1_0_0"`)
@@ -136,22 +129,6 @@ func TestEventGateClients(t *testing.T) {
 	if ids[clientID] != 2 || ids[generated] != 1 || len(ids) != 2 {
 		t.Errorf("Parquet rows by meta.id: %v, want %s twice (sent, then retried) and %s once", ids, clientID, generated)
 	}
-}
-
-// noRedirectGet GETs u and returns the status.
-func noRedirectGet(t *testing.T, u string) (int, error) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
 }
 
 // tableColumns lists the columns of a SQLite table.

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/eventlogging/eventlogging/internal/sink/sqlsink"
 )
 
 // hostileCase is one malicious request and the status it must get.
@@ -349,11 +347,7 @@ func trickle(t *testing.T, addr, head, rest string) (opened, closed time.Time, a
 // <Schema>_<revision> after a valid schema; none comes from a hostile name.
 func checkNoHostileTables(t *testing.T, path string) {
 	t.Helper()
-	db, err := sqlsink.Open(sqlsink.SQLite, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t, path)
 	deadline := time.Now().Add(60 * time.Second)
 	var tables []string
 	for {

@@ -5,12 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/eventlogging/eventlogging/internal/loadgen"
 	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
@@ -47,19 +45,8 @@ func TestIcebergStandalone(t *testing.T) {
 	env := append(os.Environ(), "EVENTLOGGING_SINK_ICEBERG_COMMIT_INTERVAL=2s")
 	_, base := startStandalone(t, env, dataDir, "--schemas", "../../examples/schemas",
 		"--iceberg-catalog", catalog, "--iceberg-warehouse", warehouse)
-	out := runCLI(t, "bench", "--url", base, "--data-dir", dataDir, "--schemas", "../../examples/schemas",
-		"--mode", "post", "--batch", "100", "--events", strconv.Itoa(events), "--invalid", "0",
-		"--concurrency", "4", "--follow-timeout", "3m", "--json")
-	var rep loadgen.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("bench --json printed %q: %v", out, err)
-	}
-	if rep.Events.Accepted != events || rep.Follow == nil || !rep.Follow.Complete {
-		t.Fatalf("bench: %d accepted, follow %+v", rep.Events.Accepted, rep.Follow)
-	}
-	waitFor(t, 3*time.Minute, "the Iceberg sink to commit every event", func() bool {
-		return sinkPublished(t, base, "iceberg") >= events
-	})
+	rep := benchStandalone(t, base, dataDir, events, 4, "3m")
+	waitPublished(t, base, "iceberg", events, 3*time.Minute)
 	read := func() (map[string]int, map[string]struct {
 		Rows    int      `json:"rows"`
 		Columns []string `json:"columns"`
@@ -84,12 +71,7 @@ func TestIcebergStandalone(t *testing.T) {
 		return got.UUIDs, got.Tables
 	}
 	uuids, tables := read()
-	dup := 0
-	for _, n := range uuids {
-		if n != 1 {
-			dup++
-		}
-	}
+	dup := notOnce(uuids)
 	if len(uuids) != events || dup != 0 {
 		t.Fatalf("PyIceberg read %d distinct uuids (%d not exactly once), want %d", len(uuids), dup, events)
 	}
@@ -112,20 +94,13 @@ func TestIcebergStandalone(t *testing.T) {
 	if err := os.WriteFile(policy, []byte("retention: 1h\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out = runCLI(t, "purge", "--policy", policy, "--iceberg-catalog", catalog, "--iceberg-warehouse", warehouse)
+	out := runCLI(t, "purge", "--policy", policy, "--iceberg-catalog", catalog, "--iceberg-warehouse", warehouse)
 	if !strings.Contains(out, "iceberg") {
 		t.Errorf("purge did not report on the Iceberg tables:\n%s", out)
 	}
 	if after, _ := read(); len(after) != events {
 		t.Errorf("purge with a 1h retention left %d of %d events", len(after), events)
 	}
-}
-
-// sinkPublished sums eventlogging_sink_rows_published_total of one sink on
-// a standalone's /metrics.
-func sinkPublished(t *testing.T, base, name string) int {
-	t.Helper()
-	return publishedRowsOf(t, base, name)
 }
 
 func keysOf[V any](m map[string]V) []string {

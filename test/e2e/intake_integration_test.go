@@ -126,12 +126,8 @@ func waitReady(t *testing.T, base string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/readyz", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if isReady(t.Context(), base) {
+			return
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval
 	}
@@ -348,11 +344,16 @@ func pollFrom(t *testing.T, brokers []string, opts []kgo.Opt, topic string, time
 	}
 }
 
-// countRecords is the number of records in topic (sum of end offsets).
+// countRecords is the number of records in topic (sum of end offsets); 0
+// when it does not exist.
 func countRecords(t *testing.T, brokers []string, topic string) int64 {
 	t.Helper()
 	var n int64
-	endOffsets(t, brokers, topic).Each(func(o kadm.ListedOffset) { n += o.Offset })
+	endOffsets(t, brokers, topic).Each(func(o kadm.ListedOffset) {
+		if o.Err == nil {
+			n += o.Offset
+		}
+	})
 	return n
 }
 

@@ -163,11 +163,7 @@ func TestProcessorKafkaKill(t *testing.T) {
 	mixed := prefix + "-mixed"
 	group := prefix + "-processor"
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := kafkaClient(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
 	adm := kadm.NewClient(cl)
 	if _, err := adm.CreateTopic(ctx, 6, 1, nil, raw); err != nil {
 		t.Fatal(err)

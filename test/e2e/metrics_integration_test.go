@@ -3,10 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -19,7 +17,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/eventlogging/eventlogging/internal/kafkatest"
-	"github.com/eventlogging/eventlogging/internal/sink/sqlsink"
 )
 
 // TestMetricsAfterKnownWorkload runs intake, process and sink on the real
@@ -29,9 +26,7 @@ import (
 // processor's and the SQL sink's consumer groups catch up to lag 0.
 func TestMetricsAfterKnownWorkload(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
-	// Underscores: the sink's topic regex ^<prefix>_.+ then matches the
-	// per-schema topics only, not the raw or error topics.
-	prefix := strings.ReplaceAll(kafkatest.Topic(t, "metrics"), "-", "_")
+	prefix := sinkPrefix(t, "metrics")
 	raw := prefix + "-raw"
 	schemaTopic := prefix + "_NavigationTiming"
 	processGroup := prefix + "-processor"
@@ -42,34 +37,7 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 	// One configuration for the three roles, as a deployment would have;
 	// each role's metrics listener comes from its environment.
 	cfgPath := filepath.Join(dir, "eventlogging.yaml")
-	cfg := fmt.Sprintf(`kafka:
-  brokers: [%q]
-  session_timeout: 6s
-intake:
-  listen: %q
-  raw_topic: %q
-  spool_dir: %q
-process:
-  group: %q
-  inputs:
-    - topic: %q
-      format: %q
-  schemas_dir: ../../examples/schemas
-  topic_template: %q
-  error_topic: %q
-  mixed_topic: "-"
-sink:
-  topics: %q
-  group: %q
-  error_topic: %q
-  batch_time: 200ms
-`, strings.Join(brokers, ","), intakeAddr, raw, filepath.Join(dir, "spool"),
-		processGroup, raw, "%q %{recvFrom}s %{seqId}d %t %h %{userAgent}i",
-		prefix+"_{schema}", prefix+"-errors",
-		"^"+prefix+"_.+", prefix+"-sink", prefix+"-sinkerrors")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pipelineConfig{brokers: brokers, prefix: prefix, listen: intakeAddr, spoolDir: filepath.Join(dir, "spool")}.write(t, cfgPath)
 	lagEnv := "EVENTLOGGING_METRICS_LAG_INTERVAL=1s"
 	dbPath := filepath.Join(dir, "events.db")
 	in := startService(t, "intake", nil, "intake", "--config", cfgPath)
@@ -110,11 +78,7 @@ sink:
 	in.stop(t)
 	proc.stop(t)
 	sk.stop(t)
-	db, err := sqlsink.Open(sqlsink.SQLite, dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t, dbPath)
 	var rows, distinct int
 	if err := db.QueryRowContext(t.Context(), `SELECT count(*), count(DISTINCT uuid) FROM "NavigationTiming_7"`).Scan(&rows, &distinct); err != nil {
 		t.Fatal(err)
@@ -224,28 +188,19 @@ func (w metricWant) lines(text string) string {
 func scrapeMetrics(ctx context.Context, url string) (map[string]*dto.MetricFamily, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	status, body, err := get(ctx, url)
 	if err != nil {
 		return nil, "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, string(body), fmt.Errorf("GET %s: %s", url, resp.Status)
+	if status != http.StatusOK {
+		return nil, body, fmt.Errorf("GET %s: %d %s", url, status, http.StatusText(status))
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
-		return nil, string(body), fmt.Errorf("GET %s: parse: %w", url, err)
+		return nil, body, fmt.Errorf("GET %s: parse: %w", url, err)
 	}
-	return fams, string(body), nil
+	return fams, body, nil
 }
 
 // pollMetrics scrapes every role's /metrics until all wants hold at once,

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -95,11 +94,7 @@ func TestQuickstart(t *testing.T) {
 
 	// The valid Event Platform event of the batch is in SQLite, in the
 	// table named after its $schema, its meta.id as the uuid.
-	db, err := sql.Open("sqlite", filepath.Join(dataDir, "events.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t, filepath.Join(dataDir, "events.db"))
 	var uuid, action string
 	var pageID int64
 	waitFor(t, 60*time.Second, "the edit_funnel event in SQLite", func() bool {

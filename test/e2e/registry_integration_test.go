@@ -106,13 +106,10 @@ func TestRegistryLeaderKill(t *testing.T) {
 		for id, text := range ids {
 			var got string
 			for range 100 { // the restarted instance answers 50002 until replayed
-				req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("http://%s/schemas/ids/%d/schema", addr, id), nil)
-				resp, err := http.DefaultClient.Do(req)
+				status, body, err := get(t.Context(), fmt.Sprintf("http://%s/schemas/ids/%d/schema", addr, id))
 				if err == nil {
-					var b strings.Builder
-					_, _ = fmt.Fprint(&b, readAll(resp))
-					got = b.String()
-					if resp.StatusCode == http.StatusOK {
+					got = body
+					if status == http.StatusOK {
 						break
 					}
 				}
@@ -132,25 +129,18 @@ func (s *service) kill() {
 	_, _ = s.cmd.Process.Wait()
 }
 
-func readAll(resp *http.Response) string {
-	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			return b.String()
-		}
-	}
-}
-
 func mustAdmin(t *testing.T, brokers []string) *kadm.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	return kadm.NewClient(kafkaClient(t, brokers))
+}
+
+// kafkaClient is a client of brokers with opts, closed when the test ends.
+func kafkaClient(t *testing.T, brokers []string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl)
+	return cl
 }

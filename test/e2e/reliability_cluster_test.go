@@ -29,16 +29,10 @@ func TestClusterFailover(t *testing.T) {
 	faultPass(t)
 	c := startCluster(t)
 	r := newRig(t, rigConfig{brokers: c.brokers, replication: 3})
-	roles := []*supervised{r.supervise(roleSink, "sink"), r.supervise(roleProcessor, "processor"), r.supervise(roleIntake, "intake")}
-	adm := r.admin()
-	waitGroupMembers(t.Context(), t, adm, r.procGroup, 1)
+	roles, adm := r.superviseAll()
 
 	const rate = 2000
-	loadFor := pick(60*time.Second, 150*time.Second)
-	db := r.openDB()
-	s := newSender(r.base, r.prefix, 16, rate, rate*int(loadFor/time.Second+5))
-	loadDone := s.offerInBackground(t, loadFor)
-	sp := startSampler(t.Context(), r, adm, db, s, time.Second)
+	s := r.offerSampled(adm, 16, rate, pick(60*time.Second, 150*time.Second))
 
 	var faults []fault
 	note := func(format string, args ...any) {
@@ -72,13 +66,7 @@ func TestClusterFailover(t *testing.T) {
 			t.Logf("node %d back in every ISR after %.1fs", n, waitFullISR(t, adm, topics...).Seconds())
 		}
 	}
-	<-loadDone
-	loadEnd := time.Since(s.start)
-	t.Logf("load: %s", s.summary())
-
-	d := waitStored(t, db, s, 3*time.Minute, r.drained(adm))
-	samples := sp.finish()
-	logTimeline(t, samples, 2*time.Second)
+	d, samples, loadEnd := s.wait(3*time.Minute, 2*time.Second)
 	worst := reportRecovery(t, samples, faults, loadEnd, rate)
 	dups := countRecords(t, c.brokers, r.schemaTopic) - int64(d.stored)
 	t.Logf("failover: %v; %d duplicate capsules in the Generic topic; worst recovery of the stored rate %.1fs", d, dups, worst.Seconds())
@@ -108,13 +96,7 @@ func startCluster(t *testing.T) *kafkaCluster {
 		"KAFKA_CLUSTER_PORT="+strconv.Itoa(clusterBasePort),
 		"KAFKA_CLUSTER_RUN_DIR=", // the default
 		"KAFKA_HEAP=384m")}
-	t.Cleanup(func() {
-		cmd := exec.CommandContext(context.Background(), "../../scripts/kafka-cluster.sh", "stop")
-		cmd.Env = c.env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("scripts/kafka-cluster.sh stop: %v\n%s", err, out)
-		}
-	})
+	stopAtCleanup(t, "scripts/kafka-cluster.sh", c.env)
 	c.run(t, "stop") // a cluster left running by a killed test binary
 	out := c.run(t, "start", "--fresh")
 	c.brokers = strings.Split(strings.TrimSpace(out), ",")

@@ -31,8 +31,7 @@ func TestProcessCrashes(t *testing.T) {
 	r := newRig(t, rigConfig{brokers: brokers, ack: "kafka"})
 	names := []string{"intake", "processor A", "processor B", "sink"}
 	roles := []*supervised{r.supervise(roleIntake, names[0]), r.supervise(roleProcessor, names[1]), r.supervise(roleProcessor, names[2]), r.supervise(roleSink, names[3])}
-	adm := r.admin()
-	waitGroupMembers(t.Context(), t, adm, r.procGroup, 2)
+	adm := r.joined(2)
 
 	db := r.openDB()
 	s := newSender(r.base, r.prefix, 16, rate, rate*int(pick(90, 400)))

@@ -14,7 +14,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,9 +27,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-
-	"github.com/eventlogging/eventlogging/internal/kafkatest"
-	"github.com/eventlogging/eventlogging/internal/sink/sqlsink"
 )
 
 // envLongFaults turns on the long variants: more kills, longer outages and
@@ -197,9 +193,7 @@ type rig struct {
 
 func newRig(t *testing.T, cfg rigConfig) *rig {
 	t.Helper()
-	// Underscores: the sink's regex ^<prefix>_.+ then matches the
-	// per-schema topics only, not <prefix>-raw or <prefix>-errors.
-	prefix := strings.ReplaceAll(kafkatest.Topic(t, "rel"), "-", "_")
+	prefix := sinkPrefix(t, "rel")
 	logLoad(t, "at the start")
 	t.Cleanup(func() { logLoad(t, "at the end") })
 	dir := t.TempDir()
@@ -227,41 +221,13 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	if cfg.ack != "" {
 		fmt.Fprintf(&extra, "  ack: %s\n", cfg.ack)
 	}
-	yaml := fmt.Sprintf(`kafka:
-  brokers: [%s]
-  partitions: 6
-  replication_factor: %d
-  session_timeout: 6s
-intake:
-  listen: %q
-  raw_topic: %q
-  spool_dir: %q
-%sprocess:
-  group: %q
-  inputs:
-    - topic: %q
-      format: %q
-  schemas_dir: ../../examples/schemas
-  topic_template: %q
-  error_topic: %q
-  mixed_topic: "-"
-  ip_key_topic: %q
-  parallelism: %d
-sink:
-  topics: %q
-  group: %q
-  error_topic: %q
-  batch_time: 200ms
-metrics:
-  listen: "off"
-  lag_interval: 1s
-`, strings.Join(cfg.brokers, ", "), cfg.replication, addr, r.raw, cfg.spoolDir, extra.String(),
-		r.procGroup, r.raw, "%q %{recvFrom}s %{seqId}d %t %h %{userAgent}i",
-		prefix+"_{schema}", prefix+"-errors", prefix+"-ipkey", cfg.parallelism,
-		"^"+prefix+"_.+", prefix+"-sink", prefix+"-sinkerrors")
-	if err := os.WriteFile(r.config, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pipelineConfig{
+		brokers: cfg.brokers, prefix: prefix, listen: addr, spoolDir: cfg.spoolDir,
+		kafka:   fmt.Sprintf("  partitions: 6\n  replication_factor: %d\n", cfg.replication),
+		intake:  extra.String(),
+		process: fmt.Sprintf("  ip_key_topic: %q\n  parallelism: %d\n", prefix+"-ipkey", cfg.parallelism),
+		more:    "metrics:\n  listen: \"off\"\n  lag_interval: 1s\n",
+	}.write(t, r.config)
 	// The environment overrides the file (EVENTLOGGING_KAFKA_BROKERS may
 	// name the suite's broker): set what this rig needs.
 	r.env = []string{"EVENTLOGGING_KAFKA_BROKERS=" + strings.Join(cfg.brokers, ",")}
@@ -307,12 +273,8 @@ func (r *rig) intakeReady(s *service) error {
 		if !alive(s) {
 			return fmt.Errorf("%s exited during start-up:\n%s", s.name, tail(s.logs(), 3000))
 		}
-		req, _ := http.NewRequestWithContext(r.t.Context(), http.MethodGet, r.base+"/readyz", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if isReady(r.t.Context(), r.base) {
+			return nil
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval
 	}
@@ -398,6 +360,36 @@ func (p *supervised) unexpectedExits() []string {
 	return slices.Clone(p.exits)
 }
 
+// stopAtCleanup runs `script stop` (script relative to the repository)
+// with env when the test ends, whether it passed or not; a failure to stop
+// fails the test.
+func stopAtCleanup(t *testing.T, script string, env []string) {
+	t.Cleanup(func() {
+		cmd := exec.CommandContext(context.Background(), "../../"+script, "stop") // t.Context is done by now
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s stop: %v\n%s", script, err, out)
+		}
+	})
+}
+
+// superviseAll supervises a sink, a processor and an intake (roles[1] is
+// the processor) and waits until the processor has joined its group.
+func (r *rig) superviseAll() (roles []*supervised, adm *kadm.Client) {
+	r.t.Helper()
+	roles = []*supervised{r.supervise(roleSink, "sink"), r.supervise(roleProcessor, "processor"), r.supervise(roleIntake, "intake")}
+	return roles, r.joined(1)
+}
+
+// joined waits until n processors are members of the rig's processor
+// group, and returns an admin client on the rig's brokers.
+func (r *rig) joined(n int) *kadm.Client {
+	r.t.Helper()
+	adm := r.admin()
+	waitGroupMembers(r.t.Context(), r.t, adm, r.procGroup, n)
+	return adm
+}
+
 // checkSurvived fails the test for every role that exited on its own, and
 // then stops every role with SIGTERM (a clean exit required).
 func checkSurvived(t *testing.T, roles ...*supervised) {
@@ -428,12 +420,7 @@ func (r *rig) admin() *kadm.Client {
 // openDB opens the sink's SQLite database for reading.
 func (r *rig) openDB() *sql.DB {
 	r.t.Helper()
-	db, err := sqlsink.Open(sqlsink.SQLite, r.dbPath)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.t.Cleanup(func() { db.Close() })
-	return db
+	return openSQLite(r.t, r.dbPath)
 }
 
 // drained returns a check that the pipeline holds nothing in flight: the
@@ -459,16 +446,13 @@ func (r *rig) drained(adm *kadm.Client) func() bool {
 // intakeMetrics reads unlabelled samples from the intake's /metrics; every
 // name asked for must be there.
 func (r *rig) intakeMetrics(ctx context.Context, names ...string) (map[string]float64, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.base+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
+	_, page, err := get(ctx, r.base+"/metrics")
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
 	got := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
+	for line := range strings.Lines(page) {
+		name, value, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
 		if ok && slices.Contains(names, name) {
 			got[name], _ = strconv.ParseFloat(value, 64)
 		}
@@ -478,5 +462,5 @@ func (r *rig) intakeMetrics(ctx context.Context, names ...string) (map[string]fl
 			return nil, fmt.Errorf("intake /metrics: no %s", n)
 		}
 	}
-	return got, sc.Err()
+	return got, nil
 }

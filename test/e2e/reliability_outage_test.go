@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -141,17 +140,11 @@ func TestBrokerDown(t *testing.T) {
 	faultPass(t)
 	b := startReliabilityBroker(t)
 	r := newRig(t, rigConfig{brokers: []string{b.addr}})
-	roles := []*supervised{r.supervise(roleSink, "sink"), r.supervise(roleProcessor, "processor"), r.supervise(roleIntake, "intake")}
-	adm := r.admin()
-	waitGroupMembers(t.Context(), t, adm, r.procGroup, 1)
+	roles, adm := r.superviseAll()
 
 	const rate = 1000
 	outage := pick(30*time.Second, 2*time.Minute)
-	loadFor := 10*time.Second + outage + 20*time.Second
-	db := r.openDB()
-	s := newSender(r.base, r.prefix, 8, rate, rate*int(loadFor/time.Second+5))
-	loadDone := s.offerInBackground(t, loadFor)
-	sp := startSampler(t.Context(), r, adm, db, s, time.Second)
+	s := r.offerSampled(adm, 8, rate, 10*time.Second+outage+20*time.Second)
 	time.Sleep(10 * time.Second) // load before the outage (load shape)
 	stopAt := time.Since(s.start)
 	b.stop(t)
@@ -161,13 +154,7 @@ func TestBrokerDown(t *testing.T) {
 	b.run(t, "start")
 	upAt := time.Since(s.start)
 	t.Logf("%5.1fs broker started, answering at %.1fs", startAt.Seconds(), upAt.Seconds())
-	<-loadDone
-	loadEnd := time.Since(s.start)
-	t.Logf("load: %s", s.summary())
-
-	d := waitStored(t, db, s, 5*time.Minute, r.drained(adm))
-	samples := sp.finish()
-	logTimeline(t, samples, 5*time.Second)
+	d, samples, loadEnd := s.wait(5*time.Minute, 5*time.Second)
 	reportRecovery(t, samples, []fault{{stopAt, "broker stopped"}, {upAt, "broker answering again"}}, loadEnd, rate)
 	var rawAtUp int64
 	replay := time.Duration(-1)
@@ -228,13 +215,7 @@ func startReliabilityBroker(t *testing.T) reliabilityBroker {
 	// broker answering on the port for its own.
 	b.run(t, "stop")
 	b.requireClosed(t, "before the test's broker starts (a broker that is not in "+b.runDir()+"?)")
-	t.Cleanup(func() {
-		cmd := exec.CommandContext(context.Background(), "../../scripts/kafka.sh", "stop")
-		cmd.Env = b.env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("scripts/kafka.sh stop: %v\n%s", err, out)
-		}
-	})
+	stopAtCleanup(t, "scripts/kafka.sh", b.env)
 	b.run(t, "start", "--fresh")
 	return b
 }

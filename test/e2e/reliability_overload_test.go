@@ -46,9 +46,7 @@ func TestOverload(t *testing.T) {
 	// (intake.buffer_records, process.max_poll_records,
 	// kafka.fetch_max_bytes, sink batches).
 	r.env = append(r.env, "GOMEMLIMIT="+strconv.Itoa(overloadMemLimitMiB)+"MiB")
-	roles := []*supervised{r.supervise(roleSink, "sink"), r.supervise(roleProcessor, "processor"), r.supervise(roleIntake, "intake")}
-	adm := r.admin()
-	waitGroupMembers(t.Context(), t, adm, r.procGroup, 1)
+	roles, adm := r.superviseAll()
 	// On 2 cores the intake and this sender cannot offer an uncapped
 	// processor 3× its capacity (it handles more than the intake accepts);
 	// a CPU quota gives it a capacity they can.

@@ -33,6 +33,44 @@ type sampler struct {
 	done    chan struct{}
 }
 
+// sampledLoad is a sender offering beacons in the background to a rig
+// while a sampler records the pipeline's progress every second.
+type sampledLoad struct {
+	*sender
+	r    *rig
+	adm  *kadm.Client
+	db   *sql.DB
+	sp   *sampler
+	done <-chan struct{}
+}
+
+// offerSampled offers rate beacons/s from clients clients for loadFor,
+// sampling the pipeline every second.
+func (r *rig) offerSampled(adm *kadm.Client, clients, rate int, loadFor time.Duration) *sampledLoad {
+	r.t.Helper()
+	l := &sampledLoad{r: r, adm: adm, db: r.openDB()}
+	l.sender = newSender(r.base, r.prefix, clients, float64(rate), rate*int(loadFor/time.Second+5))
+	l.done = l.offerInBackground(r.t, loadFor)
+	l.sp = startSampler(r.t.Context(), r, adm, l.db, l.sender, time.Second)
+	return l
+}
+
+// wait waits for the load to end and for every acknowledged beacon in SQL
+// (storeTimeout), logs the load and the timeline (a line every
+// timelineEvery), and returns the delivery, the samples and when the load
+// ended.
+func (l *sampledLoad) wait(storeTimeout, timelineEvery time.Duration) (d delivery, samples []sample, loadEnd time.Duration) {
+	t := l.r.t
+	t.Helper()
+	<-l.done
+	loadEnd = time.Since(l.start)
+	t.Logf("load: %s", l.summary())
+	d = waitStored(t, l.db, l.sender, storeTimeout, l.r.drained(l.adm))
+	samples = l.sp.finish()
+	logTimeline(t, samples, timelineEvery)
+	return d, samples, loadEnd
+}
+
 func startSampler(ctx context.Context, r *rig, adm *kadm.Client, db *sql.DB, s *sender, every time.Duration) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
 	sp := &sampler{stop: cancel, done: make(chan struct{})}

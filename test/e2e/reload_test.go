@@ -137,11 +137,7 @@ func TestReplayRightAfterPush(t *testing.T) {
 		t.Fatalf("third replay: exit %d\n%s", code, out)
 	}
 
-	db, err := sql.Open("sqlite", filepath.Join(dataDir, "events.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t, filepath.Join(dataDir, "events.db"))
 	countRows(t, db, 1, `SELECT count(*) FROM "analytics_edit_funnel_1_1_0" WHERE event_session_token = ?`, "impatient-a-0001")
 	countRows(t, db, 1, `SELECT count(*) FROM "ButtonClick_1" WHERE event_page = ?`, "Impatient_B")
 }
@@ -227,11 +223,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	if !alive(sa) {
 		t.Fatal("standalone died")
 	}
-	db, err := sql.Open("sqlite", filepath.Join(dataDir, "events.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t, filepath.Join(dataDir, "events.db"))
 	// Never "drained": wait until every acknowledged beacon is stored, or
 	// a minute without a new row.
 	d := waitStored(t, db, s, 3*time.Minute, func() bool { return false })

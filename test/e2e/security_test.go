@@ -93,11 +93,7 @@ func noRawIPRun(t *testing.T, policy, format string) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := kafkaClient(t, brokers)
 	adm := kadm.NewClient(cl)
 	waitCount := func(topic string, n int64) {
 		t.Helper()
@@ -567,16 +563,11 @@ func request(t *testing.T, method, u, body string, header map[string]string) (in
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	status, b, err := doHTTP(http.DefaultClient, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	return status, b
 }
 
 // TestSecurityTokens: a standalone that admits no network to its admin

@@ -4,18 +4,16 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/testsupport"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafkatest"
-	"github.com/eventlogging/eventlogging/internal/sink/sqlsink"
 )
 
 // TestSinkCrashExactlyOnce: 20,000 capsules through `eventlogging sink`
@@ -24,59 +22,37 @@ import (
 // Parquet files hold each uuid exactly once.
 func TestSinkCrashExactlyOnce(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
-	prefix := strings.ReplaceAll(kafkatest.Topic(t, "sinkit"), "-", "_")
+	prefix := sinkPrefix(t, "sinkit")
 	topic := prefix + "_Generic"
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := mustAdmin(t, brokers)
+	cl := kafkaClient(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	adm := kadm.NewClient(cl)
 	if _, err := adm.CreateTopic(t.Context(), 3, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "events.db")
 	files := filepath.Join(dir, "files")
-	env := []string{
-		"EVENTLOGGING_KAFKA_BROKERS=" + strings.Join(brokers, ","),
-		"EVENTLOGGING_SINK_TOPICS=^" + prefix + "_.+",
-		"EVENTLOGGING_SINK_GROUP=" + prefix,
-		"EVENTLOGGING_SINK_ERROR_TOPIC=" + prefix + "-sinkerrors",
+	env := sinkEnv(brokers, prefix, prefix,
 		"EVENTLOGGING_SINK_BATCH_SIZE=500",
-		"EVENTLOGGING_SINK_BATCH_TIME=200ms",
 		"EVENTLOGGING_SINK_FILE_MAX_AGE=2s",
-		"EVENTLOGGING_KAFKA_SESSION_TIMEOUT=6s",
-	}
+		"EVENTLOGGING_KAFKA_SESSION_TIMEOUT=6s")
 	args := []string{"sink", "--sql", "sqlite:" + dbPath, "--files", files, "--schemas", "../../examples/schemas"}
 
 	const n = 20_000
-	produce := func(from, to int) {
-		recs := make([]*kgo.Record, 0, to-from)
-		for i := from; i < to; i++ {
-			uuid := capsule.UUID("sink-test", int64(i), 1764496800)
-			v := fmt.Sprintf(`{"event":{"articleId":%d,"articleTitle":"☆ 彡 %d"},"schema":"Generic","revision":13,"wiki":"testwiki","recvFrom":"sink-test","seqId":%d,"timestamp":1764496800,"dt":"2025-11-30T10:00:00Z","uuid":%q,"topic":%q}`, i, i, i, uuid, topic)
-			recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(v)})
-		}
-		if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// Generic events of sinkEvents, from another sender.
+	events := sinkEvents[0]
+	events.wiki, events.recvFrom = "testwiki", "sink-test"
 	rng := rand.New(rand.NewPCG(1, 2))
 	s := startService(t, "sink", env, args...)
 	for k := range 5 {
-		produce(k*n/5, (k+1)*n/5)
+		events.produce(t, cl, topic, k*n/5, (k+1)*n/5)
 		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond) // a random moment for the kill (load shape, not synchronisation)
 		s.kill()
 		t.Logf("SIGKILLed the sink (%d)", k+1)
 		s = startService(t, fmt.Sprintf("sink-%d", k+2), env, args...)
 	}
 
-	db, err := sqlsink.Open(sqlsink.SQLite, dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t, dbPath)
 	deadline := time.Now().Add(3 * time.Minute)
 	var rows, distinct int
 	for time.Now().Before(deadline) {
@@ -97,7 +73,7 @@ func TestSinkCrashExactlyOnce(t *testing.T) {
 	seen := parquetUUIDs(t, filepath.Join(files, topic))
 	dups, missing := 0, 0
 	for i := range n {
-		switch seen[capsule.UUID("sink-test", int64(i), 1764496800)] {
+		switch seen[events.uuid(i)] {
 		case 0:
 			missing++
 		case 1:

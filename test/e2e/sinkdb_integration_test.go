@@ -8,35 +8,30 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/dbtest"
 	"github.com/eventlogging/eventlogging/internal/kafkatest"
-	"github.com/eventlogging/eventlogging/internal/sink/sqlsink"
 )
 
 // sinkEvents are 5 schemas' events for the end-to-end sink test: nested
 // objects, unicode, optional fields missing, an integer beyond 2^53.
-var sinkEvents = []struct {
-	schema   string
-	revision int64
-	event    func(i int) string
-}{
-	{"Generic", 13, func(i int) string { return fmt.Sprintf(`{"articleId":%d,"articleTitle":"☆ 彡 %d"}`, i, i) }},
-	{"ButtonClick", 1, func(i int) string {
+var sinkEvents = []capsuleSet{
+	{schema: "Generic", revision: 13, event: func(i int) string {
+		return fmt.Sprintf(`{"articleId":%d,"articleTitle":"☆ 彡 %d"}`, i, i)
+	}},
+	{schema: "ButtonClick", revision: 1, event: func(i int) string {
 		if i%2 == 0 {
 			return fmt.Sprintf(`{"button":"save","page":"P%d"}`, i) // count, loggedIn missing
 		}
 		return fmt.Sprintf(`{"button":"cancel","page":"P%d","count":%d,"loggedIn":true}`, i, i)
 	}},
-	{"PageView", 2, func(i int) string {
+	{schema: "PageView", revision: 2, event: func(i int) string {
 		return fmt.Sprintf(`{"title":"T%d","namespace":0,"timing":{"firstPaint":%d.25,"domReady":1.5}}`, i, i)
 	}},
-	{"SearchQuery", 5, func(i int) string {
+	{schema: "SearchQuery", revision: 5, event: func(i int) string {
 		return fmt.Sprintf(`{"query":"q %d","results":%d,"source":"fulltext"}`, i, i%7)
 	}},
-	{"NavigationTiming", 7, func(i int) string {
+	{schema: "NavigationTiming", revision: 7, event: func(i int) string {
 		return fmt.Sprintf(`{"responseStart":%d,"loadEventEnd":9007199254740993}`, i)
 	}},
 }
@@ -47,12 +42,8 @@ var sinkEvents = []struct {
 // from offset 0 (a new consumer group) adds no duplicate.
 func TestSinkDatabasesEndToEnd(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
-	prefix := strings.ReplaceAll(kafkatest.Topic(t, "sinkdb"), "-", "_")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	prefix := sinkPrefix(t, "sinkdb")
+	cl := kafkaClient(t, brokers)
 	adm := kadm.NewClient(cl)
 	const perSchema = 10_000
 	for _, se := range sinkEvents {
@@ -60,16 +51,8 @@ func TestSinkDatabasesEndToEnd(t *testing.T) {
 		if _, err := adm.CreateTopic(t.Context(), 2, 1, nil, topic); err != nil {
 			t.Fatal(err)
 		}
-		recs := make([]*kgo.Record, 0, perSchema)
-		for i := range perSchema {
-			uuid := capsule.UUID("sinkdb-"+se.schema, int64(i), 1764496800)
-			v := fmt.Sprintf(`{"event":%s,"schema":%q,"revision":%d,"wiki":"enwiki","recvFrom":"sinkdb","seqId":%d,"timestamp":1764496800,"dt":"2025-11-30T10:00:00Z","uuid":%q,"topic":%q}`,
-				se.event(i), se.schema, se.revision, i, uuid, topic)
-			recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(v)})
-		}
-		if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
+		se.wiki, se.recvFrom = "enwiki", "sinkdb-"+se.schema
+		se.produce(t, cl, topic, 0, perSchema)
 	}
 	targets := []struct {
 		name  string
@@ -78,12 +61,7 @@ func TestSinkDatabasesEndToEnd(t *testing.T) {
 	}{
 		{"sqlite", `"`, func(t *testing.T) (*sql.DB, string) {
 			path := t.TempDir() + "/events.db"
-			db, err := sqlsink.Open(sqlsink.SQLite, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			return db, "sqlite:" + path
+			return openSQLite(t, path), "sqlite:" + path
 		}},
 		{"mariadb", "`", func(t *testing.T) (*sql.DB, string) { db, dsn := dbtest.MySQL(t); return db, "mysql:" + dsn }},
 		{"postgres", `"`, func(t *testing.T) (*sql.DB, string) { return dbtest.Postgres(t) }},
@@ -92,13 +70,7 @@ func TestSinkDatabasesEndToEnd(t *testing.T) {
 		t.Run(tg.name, func(t *testing.T) {
 			db, dsn := tg.open(t)
 			run := func(group string) {
-				env := []string{
-					"EVENTLOGGING_KAFKA_BROKERS=" + strings.Join(brokers, ","),
-					"EVENTLOGGING_SINK_TOPICS=^" + prefix + "_.+",
-					"EVENTLOGGING_SINK_GROUP=" + group,
-					"EVENTLOGGING_SINK_ERROR_TOPIC=" + prefix + "-sinkerrors",
-					"EVENTLOGGING_SINK_BATCH_TIME=200ms",
-				}
+				env := sinkEnv(brokers, prefix, group)
 				s := startService(t, "sink "+group, env, "sink", "--sql", dsn, "--schemas", "../../examples/schemas")
 				waitGroupDone(t, adm, group+"-sql", prefix, len(sinkEvents)*perSchema)
 				s.stop(t)

@@ -17,7 +17,6 @@ import (
 	"github.com/eventlogging/eventlogging/internal/cli"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/kafka/embedded"
@@ -270,11 +269,7 @@ func TestTailRealKafka(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	topic := kafkatest.Topic(t, "tail")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close) // after the topic is deleted below
+	cl := kafkaClient(t, brokers) // closed after the topic is deleted below
 	adm := kadm.NewClient(cl)
 	if _, err := adm.CreateTopic(ctx, 2, -1, nil, topic); err != nil {
 		t.Fatal(err)

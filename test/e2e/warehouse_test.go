@@ -1,10 +1,6 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/json"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventlogging/eventlogging/internal/loadgen"
 	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
@@ -64,28 +59,15 @@ func warehouseRun(t *testing.T, target string, read func() testsupport.ParquetRe
 		"EVENTLOGGING_SINK_FILES_STAGING="+filepath.Join(t.TempDir(), "staging"),
 		"EVENTLOGGING_SINK_FILE_MAX_AGE=5s")
 	_, base := startStandalone(t, env, dataDir, "--schemas", "../../examples/schemas")
-	out := runCLI(t, "bench", "--url", base, "--data-dir", dataDir, "--schemas", "../../examples/schemas",
-		"--mode", "post", "--batch", "100", "--events", strconv.Itoa(warehouseEvents), "--invalid", "0",
-		"--concurrency", "8", "--follow-timeout", "5m", "--json")
-	var rep loadgen.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("bench --json printed %q: %v", out, err)
-	}
-	if rep.Events.Accepted != warehouseEvents || rep.Follow == nil || !rep.Follow.Complete || rep.Follow.Lost != 0 || rep.Follow.Duplicates != 0 {
+	rep := benchStandalone(t, base, dataDir, warehouseEvents, 8, "5m")
+	if rep.Follow.Lost != 0 || rep.Follow.Duplicates != 0 {
 		t.Fatalf("bench: %d accepted, follow %+v", rep.Events.Accepted, rep.Follow)
 	}
 	// The file sink publishes within sink.file_max_age of a file's first
 	// record: wait until its metric counts every event as visible.
-	waitFor(t, 3*time.Minute, "the file sink to publish every event", func() bool {
-		return publishedRowsOf(t, base, "files") >= warehouseEvents
-	})
+	waitPublished(t, base, "files", warehouseEvents, 3*time.Minute)
 	got := read()
-	dup := 0
-	for _, n := range got.UUIDs {
-		if n != 1 {
-			dup++
-		}
-	}
+	dup := notOnce(got.UUIDs)
 	rows := 0
 	for _, n := range got.Hours {
 		rows += n
@@ -105,20 +87,12 @@ func warehouseRun(t *testing.T, target string, read func() testsupport.ParquetRe
 // (files, iceberg) on a standalone's /metrics.
 func publishedRowsOf(t *testing.T, base, sinkName string) int {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	_, page, err := get(t.Context(), base+"/metrics")
 	if err != nil {
 		return 0
 	}
-	defer resp.Body.Close()
 	n := 0
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 16<<20))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
+	for line := range strings.Lines(page) {
 		if !strings.HasPrefix(line, "eventlogging_sink_rows_published_total{") || !strings.Contains(line, `sink="`+sinkName+`"`) {
 			continue
 		}

@@ -282,7 +282,8 @@ type Kafka struct {
 	Partitions int32 `yaml:"partitions"`
 	// ReplicationFactor of topics the pipeline creates (-1: broker default).
 	ReplicationFactor int16 `yaml:"replication_factor"`
-	// Linger of the producers.
+	// Linger of the producers' asynchronous produces (the intake's synchronous
+	// produces do not linger: a waiting client would wait it out).
 	Linger time.Duration `yaml:"linger"`
 	// SessionTimeout of consumer group members.
 	SessionTimeout time.Duration `yaml:"session_timeout"`

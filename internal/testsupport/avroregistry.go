@@ -3,8 +3,6 @@ package testsupport
 import (
 	"net/http/httptest"
 	"testing"
-
-	"github.com/eventlogging/eventlogging/internal/avrowire"
 )
 
 // AvroRegistry starts an in-process schema registry (FakeRegistry) holding
@@ -16,17 +14,6 @@ func AvroRegistry(t testing.TB, subjects map[string]string) string {
 		RegisterAvro(t, cl, subject, schema)
 	}
 	return url
-}
-
-// AvroCodec registers the Avro schemas of subjects in an in-process
-// registry (AvroRegistry) and returns a codec on it.
-func AvroCodec(t testing.TB, subjects map[string]string) *avrowire.Codec {
-	t.Helper()
-	c, err := avrowire.New(AvroRegistry(t, subjects), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 // UnreachableURL returns the URL of an HTTP server that has shut down, as

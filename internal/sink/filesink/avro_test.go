@@ -28,6 +28,17 @@ const buttonClickAvro = `{"type":"record","name":"ButtonClick","namespace":"anal
  {"name":"meta","type":{"type":"record","name":"Meta","fields":[
    {"name":"id","type":"string"},{"name":"dt","type":"string"},{"name":"stream","type":"string"}]}}]}`
 
+// newAvroCodec registers the Avro schemas by subject in an in-process
+// registry and returns a codec on it.
+func newAvroCodec(t *testing.T, subjects map[string]string) *avrowire.Codec {
+	t.Helper()
+	c, err := avrowire.New(testsupport.AvroRegistry(t, subjects), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // clickEvents are button_click events, 7 minutes apart, as the processor
 // holds them (capsule.Decode), with the JSON and the Avro record of each.
 func clickEvents(t *testing.T, codec *avrowire.Codec, n int) (jsonRecs, avroRecs []kafka.Record) {
@@ -61,7 +72,7 @@ func clickEvents(t *testing.T, codec *avrowire.Codec, n int) (jsonRecs, avroRecs
 // stream and from an Avro stream give the same files — same paths, same
 // Parquet rows, byte-identical JSON lines.
 func TestAvroSameFilesAsJSON(t *testing.T) {
-	codec := testsupport.AvroCodec(t, map[string]string{"button_click-value": buttonClickAvro})
+	codec := newAvroCodec(t, map[string]string{"button_click-value": buttonClickAvro})
 	jsonRecs, avroRecs := clickEvents(t, codec, 30)
 	for _, format := range []Format{Parquet, JSONLines} {
 		t.Run(string(format), func(t *testing.T) {
@@ -112,7 +123,7 @@ func gunzip(t *testing.T, path string) string { return testsupport.Gunzip(t, pat
 // cannot be asked fails the batch (retried), it poisons nothing.
 func TestAvroPoison(t *testing.T) {
 	noSchemaField := strings.Replace(buttonClickAvro, `{"name":"_schema","type":"string"},`, "", 1)
-	codec := testsupport.AvroCodec(t, map[string]string{"button_click-value": buttonClickAvro, "plain-value": noSchemaField})
+	codec := newAvroCodec(t, map[string]string{"button_click-value": buttonClickAvro, "plain-value": noSchemaField})
 	_, avroRecs := clickEvents(t, codec, 2)
 	good := avroRecs[0].Value
 	plain, err := codec.Encode(t.Context(), "plain-value", map[string]any{"meta": map[string]any{"id": "x", "dt": "2024-01-05T07:00:00Z", "stream": "s"}})

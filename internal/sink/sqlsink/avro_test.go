@@ -17,6 +17,17 @@ import (
 // property; _schema carries $schema).
 const editFunnelAvro = testsupport.EditFunnelAvro
 
+// newAvroCodec registers schema under subject in an in-process registry
+// and returns a codec on it.
+func newAvroCodec(t *testing.T, subjects map[string]string) *avrowire.Codec {
+	t.Helper()
+	c, err := avrowire.New(testsupport.AvroRegistry(t, subjects), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // writeValues decodes record values with w.Decode and writes them.
 func writeValues(t *testing.T, w *Writer, values [][]byte) Result {
 	t.Helper()
@@ -71,7 +82,7 @@ func tableRows(t *testing.T, db *sql.DB, table string) ([]string, [][]any) {
 // same rows: same table, columns and values (integers beyond 2^53 exact,
 // meta.dt as dt, $schema from _schema, missing optional fields NULL).
 func TestAvroRowsEqualJSON(t *testing.T) {
-	codec := testsupport.AvroCodec(t, map[string]string{"edits-value": editFunnelAvro})
+	codec := newAvroCodec(t, map[string]string{"edits-value": editFunnelAvro})
 	events := []map[string]any{
 		makePlatformEvent(t, editFunnel10, "a3d5f9c2-6f0e-4c5e-9d6b-2b1f3c4d5e6f", `{"action": "save_success", "editor": "visualeditor",
 			"session_token": "0123456789abcdef", "page_id": 9007199254740993, "user_edit_count_bucket": "5-99"}`),
@@ -139,7 +150,7 @@ func TestAvroRowsEqualJSON(t *testing.T) {
 // the reason; a registry that cannot be asked is a transient error.
 func TestAvroPoison(t *testing.T) {
 	noSchemaField := strings.Replace(editFunnelAvro, `{"name":"_schema","type":"string"},`, "", 1)
-	codec := testsupport.AvroCodec(t, map[string]string{"edits-value": editFunnelAvro, "plain-value": noSchemaField})
+	codec := newAvroCodec(t, map[string]string{"edits-value": editFunnelAvro, "plain-value": noSchemaField})
 	ev := makePlatformEvent(t, editFunnel10, "a3d5f9c2-6f0e-4c5e-9d6b-2b1f3c4d5e6f", `{"action": "init", "editor": "wikitext", "session_token": "0123456789"}`)
 	good, err := codec.Encode(t.Context(), "edits-value", ev)
 	if err != nil {

@@ -128,7 +128,7 @@ func runStatus(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	ins, err := role.NewInspector(c, role.KafkaConfig(c, log), health, f.expectedGroups(c), log)
+	ins, err := role.NewInspector(c, role.KafkaConfig(c, log), health, f.expectedGroups(c), nil, log)
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func runReplay(ctx context.Context, args []string, e env) error {
 	} else if *from != 0 || *to != 0 {
 		return fmt.Errorf("%w: replay: --from-offset and --to-offset need --partition", errUsage)
 	}
-	ins, err := role.NewInspector(c, role.KafkaConfig(c, log), nil, nil, log)
+	ins, err := role.NewInspector(c, role.KafkaConfig(c, log), nil, nil, nil, log)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,11 @@ type Config struct {
 	Kafka kafka.Config
 	// RegistryURL is the schema registry; empty: the schema pages are empty.
 	RegistryURL string
+	// RegistryHTTP is the client the registry is read with; nil: a
+	// default client. Standalone serves the reads in process
+	// (role.InProcess), so that a schema page does not wait for four
+	// loopback round trips through a server busy with the intake's load.
+	RegistryHTTP *http.Client
 	// RawTopics are the raw input topics; default eventlogging-client-side.
 	RawTopics []string
 	// HideRawTopics keeps the raw topics out of the live tail: their lines
@@ -131,7 +136,11 @@ func New(cfg Config) (*Inspector, error) {
 		return nil, err
 	}
 	if cfg.RegistryURL != "" {
-		if i.sr, err = sr.NewClient(sr.URLs(cfg.RegistryURL)); err != nil {
+		opts := []sr.ClientOpt{sr.URLs(cfg.RegistryURL)}
+		if cfg.RegistryHTTP != nil {
+			opts = append(opts, sr.HTTPClient(cfg.RegistryHTTP))
+		}
+		if i.sr, err = sr.NewClient(opts...); err != nil {
 			i.Close()
 			return nil, fmt.Errorf("inspect: registry client: %w", err)
 		}

@@ -28,7 +28,10 @@ type Dashboard struct {
 	// Expect are the consumer groups shown as roles, down until they have
 	// a member; NewDashboard sets ExpectedGroups(c, false).
 	Expect []inspect.ExpectedGroup
-	late   lateHandler
+	// Registry is the client the registry is read with; nil: over the
+	// network (standalone sets InProcess).
+	Registry *http.Client
+	late     lateHandler
 }
 
 // NewDashboard returns the dashboard of c; it starts nothing.
@@ -48,7 +51,7 @@ func (ds *Dashboard) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	ins, err := NewInspector(c, kc, c.Dashboard.Health, ds.Expect, log)
+	ins, err := NewInspector(c, kc, c.Dashboard.Health, ds.Expect, ds.Registry, log)
 	if err != nil {
 		return err
 	}
@@ -101,16 +104,17 @@ func ExpectedGroups(c config.Config, standalone bool) []inspect.ExpectedGroup {
 
 // NewInspector builds the inspector of c's pipeline: health are the role
 // health URLs, expect the consumer groups reported as roles, down until
-// they have a member.
-func NewInspector(c config.Config, kc kafka.Config, health map[string]string, expect []inspect.ExpectedGroup, log *slog.Logger) (*inspect.Inspector, error) {
+// they have a member; registry reads the registry (nil: over the network).
+func NewInspector(c config.Config, kc kafka.Config, health map[string]string, expect []inspect.ExpectedGroup, registry *http.Client, log *slog.Logger) (*inspect.Inspector, error) {
 	var raw []string
 	for _, in := range c.Process.Inputs {
 		raw = append(raw, in.Topic)
 	}
 	return inspect.New(inspect.Config{
-		Kafka:       kc,
-		RegistryURL: c.Registry.URL,
-		RawTopics:   raw,
+		Kafka:        kc,
+		RegistryURL:  c.Registry.URL,
+		RegistryHTTP: registry,
+		RawTopics:    raw,
 		// Under "hash" the raw lines are the only place the client IP is;
 		// under "drop" they carry none, under "keep" it is everywhere.
 		HideRawTopics: c.Process.IP == "hash",

@@ -78,6 +78,8 @@ func (s *Standalone) Run(ctx context.Context) error {
 	dc.Dashboard.Health = map[string]string{"intake": base + "/readyz", "registry": c.Registry.URL + "/"}
 	dash := NewDashboard(dc, d)
 	dash.Expect = nil
+	// The dashboard reads the registry this process serves in process.
+	dash.Registry = InProcess(d.Mux)
 	kc := KafkaConfig(c, log)
 
 	// The start order; they stop in the reverse order.

@@ -25,10 +25,11 @@ import (
 // embedded broker share the cores and about 6,500/s get through (the file
 // sink, with 600 partition files over 32 open, dominates); the test
 // requires at least 4,000/s and logs the rate reached. Dashboard requests
-// are served in under 500 ms (server time, from the standalone's own
-// eventlogging_http_request_duration_seconds; at least 98 %, and all under
-// 1 s, when other jobs share the cores), and a live tail of the mixed
-// topic read by a slow client drops frames instead of queueing them.
+// after a first read of each page are served in under 500 ms (server time,
+// from the standalone's own eventlogging_http_request_duration_seconds; at
+// least 98 %, and all under 1 s, when other jobs share the cores), and a
+// live tail of the mixed topic read by a slow client drops frames instead
+// of queueing them.
 func TestDashboardUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test: skipped with -short")
@@ -148,9 +149,21 @@ func TestDashboardUnderLoad(t *testing.T) {
 		}
 	})
 
-	// Read every page repeatedly for 15 s under the load.
+	// Read every page once (its first request may fetch from the registry
+	// and load templates), then repeatedly for 15 s under the load; the
+	// server-time check below counts the requests of those 15 s.
 	pages := []string{"/dashboard/", "/dashboard/api/overview", "/dashboard/schemas", "/dashboard/schemas/Load050",
 		"/dashboard/errors", "/dashboard/errors?schema=Load007", "/dashboard/tail", "/dashboard/api/topics"}
+	first := map[string]time.Duration{}
+	for _, p := range pages {
+		start := time.Now()
+		if status, _, err := get(t.Context(), base+p); err != nil || status != http.StatusOK {
+			t.Fatalf("GET %s under load: %d, %v", p, status, err)
+		}
+		first[p] = time.Since(start)
+	}
+	t.Logf("first answer per page (client side): %v", first)
+	before := dashboardServerTimes(t, base)
 	deadline := time.Now().Add(15 * time.Second)
 	reads := 0
 	slowest := map[string]time.Duration{}
@@ -186,7 +199,28 @@ func TestDashboardUnderLoad(t *testing.T) {
 		t.Errorf("slow live-tail client: %d frames received, %d reported dropped, %d events sent: want frames dropped, not queued without bound", frames.Load(), dropped.Load(), sent.Load())
 	}
 
-	// Server time of every dashboard request, from the histogram.
+	// Server time of the dashboard requests of the 15 s (and of the live
+	// tail, which ended since), from the histogram.
+	after := dashboardServerTimes(t, base)
+	total, under, underSecond := after.total-before.total, after.under-before.under, after.underSecond-before.underSecond
+	// The live-tail request lasts the whole test: it is the one allowed
+	// to take longer. On a quiet machine every request is under 500 ms
+	// (311 of 311 measured); with other jobs on the same 2 cores at least
+	// 98 % under 500 ms and all under 1 s.
+	if total < uint64(reads) || underSecond+1 < total || float64(under) < 0.98*float64(total-1) {
+		t.Errorf("dashboard server time: %d of %d requests took 500 ms or more, %d took 1 s or more", total-under, total, total-underSecond)
+	}
+	t.Logf("dashboard: %d requests, %d under 500 ms server time", total, under)
+}
+
+// serverTimes counts dashboard requests by server time.
+type serverTimes struct{ total, under, underSecond uint64 }
+
+// dashboardServerTimes reads the standalone's
+// eventlogging_http_request_duration_seconds for handler "dashboard":
+// requests in all, under 500 ms and under 1 s.
+func dashboardServerTimes(t *testing.T, base string) serverTimes {
+	t.Helper()
 	_, page, err := get(t.Context(), base+"/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +234,7 @@ func TestDashboardUnderLoad(t *testing.T) {
 	if fam == nil {
 		t.Fatal("no eventlogging_http_request_duration_seconds in /metrics")
 	}
-	var total, under, underSecond uint64
+	var st serverTimes
 	for _, m := range fam.GetMetric() {
 		handler := ""
 		for _, l := range m.GetLabel() {
@@ -212,25 +246,17 @@ func TestDashboardUnderLoad(t *testing.T) {
 			continue
 		}
 		h := m.GetHistogram()
-		total += h.GetSampleCount()
+		st.total += h.GetSampleCount()
 		for _, b := range h.GetBucket() {
 			switch b.GetUpperBound() {
 			case 0.5:
-				under += b.GetCumulativeCount()
+				st.under += b.GetCumulativeCount()
 			case 1:
-				underSecond += b.GetCumulativeCount()
+				st.underSecond += b.GetCumulativeCount()
 			}
 		}
 	}
-	// The live-tail request lasts the whole test: it is the one allowed
-	// to take longer. On a quiet machine every request is under 500 ms
-	// (311 of 311 measured); with other jobs on the same 2 cores a few
-	// first requests of a page (a registry fetch) can pass it: at least
-	// 98 % under 500 ms and all under 1 s.
-	if total < uint64(reads) || underSecond+1 < total || float64(under) < 0.98*float64(total-1) {
-		t.Errorf("dashboard server time: %d of %d requests took 500 ms or more, %d took 1 s or more", total-under, total, total-underSecond)
-	}
-	t.Logf("dashboard: %d requests, %d under 500 ms server time", total, under)
+	return st
 }
 
 // waitFor polls cond until it holds, failing the test after timeout.

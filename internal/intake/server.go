@@ -322,16 +322,13 @@ func (s *Server) split(body []byte) ([][]byte, int, string) {
 	if depth := nesting(body); depth > capsule.MaxDecodeDepth {
 		return nil, http.StatusBadRequest, fmt.Sprintf("body is not valid JSON: exceeded maximum nesting depth of %d", capsule.MaxDecodeDepth)
 	}
-	switch first := firstByte(body); first {
+	if !json.Valid(body) {
+		return nil, http.StatusBadRequest, "body is not valid JSON: " + jsonError(body)
+	}
+	switch firstByte(body) {
 	case '{':
-		if !json.Valid(body) {
-			return nil, http.StatusBadRequest, "body is not valid JSON: " + jsonError(body)
-		}
 		return [][]byte{body}, 0, ""
 	case '[':
-		if !json.Valid(body) {
-			return nil, http.StatusBadRequest, "body is not valid JSON: " + jsonError(body)
-		}
 		events := splitArray(body)
 		if len(events) == 0 {
 			return nil, http.StatusBadRequest, "empty array: send at least one event"
@@ -341,12 +338,36 @@ func (s *Server) split(body []byte) ([][]byte, int, string) {
 		}
 		return events, 0, ""
 	default:
-		if !json.Valid(body) {
-			return nil, http.StatusBadRequest, "body is not valid JSON: " + jsonError(body)
-		}
 		return nil, http.StatusBadRequest, "body must be a JSON object (one event) or an array of events"
 	}
 }
+
+// jsonStrings follows a scan of JSON text through its strings.
+type jsonStrings struct{ in, escaped bool }
+
+// step takes the next byte c and reports whether it belongs to a string,
+// its quotes included.
+func (s *jsonStrings) step(c byte) bool {
+	switch {
+	case s.in:
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case c == '\\':
+			s.escaped = true
+		case c == '"':
+			s.in = false
+		}
+		return true
+	case c == '"':
+		s.in = true
+		return true
+	}
+	return false
+}
+
+// jsonSpace is JSON's white space.
+const jsonSpace = " \t\n\r"
 
 // splitArray returns the elements of b, a valid JSON array, as the
 // sub-slices of b that hold them (no white space around them, as
@@ -355,38 +376,29 @@ func (s *Server) split(body []byte) ([][]byte, int, string) {
 // every element twice and copy it.
 func splitArray(b []byte) [][]byte {
 	var out [][]byte
-	depth, start, inString, escaped := 0, -1, false, false
+	var str jsonStrings
+	depth, start := 0, -1
 	for i, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			continue
-		case c == ',' && depth == 1:
-			out = append(out, bytes.TrimRight(b[start:i], " \t\n\r"))
-			start = -1
-			continue
+		if depth == 1 && start < 0 && !str.in && c != ',' && c != ']' && !strings.ContainsRune(jsonSpace, rune(c)) {
+			start = i // an element begins
 		}
-		if depth == 1 && start < 0 && c != ']' {
-			start = i
+		if str.step(c) {
+			continue
 		}
 		switch c {
-		case '"':
-			inString = true
+		case ',':
+			if depth == 1 {
+				out = append(out, bytes.TrimRight(b[start:i], jsonSpace))
+				start = -1
+			}
 		case '[', '{':
 			depth++
 		case ']', '}':
 			depth--
-			if depth == 0 && start >= 0 {
-				out = append(out, bytes.TrimRight(b[start:i], " \t\n\r"))
+			if depth == 0 {
+				if start >= 0 {
+					out = append(out, bytes.TrimRight(b[start:i], jsonSpace))
+				}
 				return out
 			}
 		}
@@ -398,21 +410,14 @@ func splitArray(b []byte) [][]byte {
 // text), counting brackets outside strings; it stops counting past
 // capsule.MaxDecodeDepth.
 func nesting(b []byte) int {
-	depth, deepest, inString, escaped := 0, 0, false, false
+	var str jsonStrings
+	depth, deepest := 0, 0
 	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
+		if str.step(c) {
+			continue
+		}
+		switch c {
+		case '[', '{':
 			depth++
 			if depth > deepest {
 				deepest = depth
@@ -420,7 +425,7 @@ func nesting(b []byte) int {
 					return deepest
 				}
 			}
-		case c == ']' || c == '}':
+		case ']', '}':
 			depth--
 		}
 	}

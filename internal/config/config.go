@@ -290,6 +290,13 @@ type Kafka struct {
 	// FetchMaxBytes bounds one fetch response of a consumer (processor,
 	// sinks) and so, with max_poll_records, its memory.
 	FetchMaxBytes int32 `yaml:"fetch_max_bytes"`
+	// FetchMinBytes and FetchMaxWait: a fetch of the processor's and the
+	// sinks' consumers is answered once it has this many bytes, or after
+	// fetch_max_wait. Waiting for a few hundred KiB lets a busy broker
+	// answer one fetch where it would answer one per produce; it delays a
+	// quiet topic's records by up to fetch_max_wait.
+	FetchMinBytes int32         `yaml:"fetch_min_bytes"`
+	FetchMaxWait  time.Duration `yaml:"fetch_max_wait"`
 
 	// TLS encrypts the connections to the brokers (the brokers' SSL or
 	// SASL_SSL listener). Env EVENTLOGGING_KAFKA_TLS=true.
@@ -385,6 +392,8 @@ func Default() Config {
 			ReplicationFactor: -1,
 			Linger:            5 * time.Millisecond,
 			FetchMaxBytes:     16 << 20,
+			FetchMinBytes:     256 << 10,
+			FetchMaxWait:      100 * time.Millisecond,
 			SessionTimeout:    10 * time.Second,
 		},
 		Intake: Intake{
@@ -517,6 +526,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Kafka.FetchMaxBytes < 1<<20 {
 		return fmt.Errorf("config: kafka.fetch_max_bytes: %d, want at least 1 MiB (1048576)", c.Kafka.FetchMaxBytes)
+	}
+	if c.Kafka.FetchMinBytes < 1 || c.Kafka.FetchMinBytes > c.Kafka.FetchMaxBytes {
+		return fmt.Errorf("config: kafka.fetch_min_bytes: %d, want 1 to kafka.fetch_max_bytes (%d)", c.Kafka.FetchMinBytes, c.Kafka.FetchMaxBytes)
+	}
+	if c.Kafka.FetchMaxWait < time.Millisecond || c.Kafka.FetchMaxWait > 30*time.Second {
+		return fmt.Errorf("config: kafka.fetch_max_wait: %s, want 1ms to 30s", c.Kafka.FetchMaxWait)
 	}
 	if c.Kafka.Partitions < 1 {
 		return fmt.Errorf("config: kafka.partitions: %d, want at least 1", c.Kafka.Partitions)

@@ -79,17 +79,16 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 		}
 	}
 	log := cfg.Logger
-	opts := []kgo.Opt{
+	opts := append(cfg.Kafka.bulkFetchOpts(),
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeTopics(cfg.Topics...),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(cfg.SessionTimeout),
-		kgo.HeartbeatInterval(cfg.SessionTimeout / 10),
+		kgo.HeartbeatInterval(cfg.SessionTimeout/10),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(500 * time.Millisecond),
-		kgo.MetadataMaxAge(5 * time.Second), // new topics matching a regex are found within this
-	}
+		kgo.MetadataMaxAge(5*time.Second), // new topics matching a regex are found within this
+	)
 	if cfg.TopicRegex {
 		opts = append(opts, kgo.ConsumeRegex())
 		if len(cfg.Exclude) > 0 {

@@ -28,6 +28,13 @@ type Config struct {
 	// A partition gets at most 1 MiB of it per fetch, and a record larger
 	// than either is still fetched whole.
 	FetchMaxBytes int32
+	// FetchMinBytes and FetchMaxWait apply to the consumer groups that
+	// move the pipeline's bulk (the processor's Pipe, the sinks' Batches):
+	// a fetch is answered once it has FetchMinBytes, or after
+	// FetchMaxWait. Defaults 256 KiB and 100ms. Tails (dashboard, bench)
+	// and the schema log fetch with Kafka's own minimum of 1 byte.
+	FetchMinBytes int32
+	FetchMaxWait  time.Duration
 	// Logger receives the client's warnings and errors; default: discarded.
 	Logger *slog.Logger
 	// Metrics, if set, counts produce outcomes and exports franz-go's
@@ -96,6 +103,22 @@ func (c Config) opts() ([]kgo.Opt, error) {
 	}
 	opts = append(opts, c.Metrics.hooks(id)...)
 	return opts, nil
+}
+
+// bulkFetchOpts are the fetch options of the consumer groups that move the
+// pipeline's bulk. With Kafka's default of one byte, a busy broker answers
+// every fetch as soon as one record arrives, so each consumer made about
+// one fetch a produce; on the 2-core machine that took about half the
+// broker's CPU in the end-to-end benchmark (docs/performance.md).
+func (c Config) bulkFetchOpts() []kgo.Opt {
+	minBytes, wait := c.FetchMinBytes, c.FetchMaxWait
+	if minBytes <= 0 {
+		minBytes = 256 << 10
+	}
+	if wait <= 0 {
+		wait = 100 * time.Millisecond
+	}
+	return []kgo.Opt{kgo.FetchMinBytes(minBytes), kgo.FetchMaxWait(wait)}
 }
 
 // NewClient returns a plain producer/admin client for the configuration.

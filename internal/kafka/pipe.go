@@ -149,7 +149,7 @@ const shutdownTimeout = 30 * time.Second
 func (p *Pipe) Run(ctx context.Context) error {
 	log := p.cfg.Logger
 	rl := rebalanceLog{log: log, group: p.cfg.Group}
-	cl, err := NewClient(p.cfg.Kafka,
+	cl, err := NewClient(p.cfg.Kafka, append(p.cfg.Kafka.bulkFetchOpts(),
 		kgo.ConsumerGroup(p.cfg.Group),
 		kgo.ConsumeTopics(p.cfg.Topics...),
 		kgo.DisableAutoCommit(),
@@ -157,11 +157,10 @@ func (p *Pipe) Run(ctx context.Context) error {
 		kgo.SessionTimeout(p.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(p.cfg.SessionTimeout/10),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.OnPartitionsAssigned(rl.assigned),
 		kgo.OnPartitionsRevoked(rl.revoked),
 		kgo.OnPartitionsLost(rl.lost),
-	)
+	)...)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,11 @@ type TailConfig struct {
 	// hold. (A partition whose last offsets hold transaction markers is
 	// never seen to end: bound such reads with ctx too.)
 	StopAtEnd bool
+	// Bulk fetches as the consumer groups do (Config.FetchMinBytes and
+	// FetchMaxWait): for a reader that counts records rather than shows
+	// them as they come; a record may then be read up to FetchMaxWait
+	// after it was written.
+	Bulk bool
 	// OnStart, if set, is called once the start offsets are fixed, before
 	// the first record: every record produced after it returns is
 	// delivered (when not FromBeginning, nothing produced before Tail was
@@ -78,7 +83,11 @@ func Tail(ctx context.Context, cfg TailConfig, fn func(Record) error) error {
 			return nil
 		}
 	}
-	cl, err := NewClient(cfg.Kafka, kgo.ConsumePartitions(offsets))
+	opts := []kgo.Opt{kgo.ConsumePartitions(offsets)}
+	if cfg.Bulk {
+		opts = append(opts, cfg.Kafka.bulkFetchOpts()...)
+	}
+	cl, err := NewClient(cfg.Kafka, opts...)
 	if err != nil {
 		return err
 	}

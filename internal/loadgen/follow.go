@@ -86,10 +86,13 @@ func outputTopics(cfg FollowConfig, schemas []*Schema) ([]string, error) {
 	return topics, nil
 }
 
-// startFollower starts one reader per topic and returns once every existing
-// topic's start offset is fixed: records produced afterwards are all read.
-// Topics that do not exist yet are read from their beginning once they
-// appear. The readers run until stop.
+// startFollower starts the readers and returns once every existing topic's
+// start offset is fixed: records produced afterwards are all read. The
+// topics that exist are read by one client (one fetch a round trip for all
+// of them: a client per topic multiplied the broker's fetch requests, and
+// on a shared machine the broker's CPU, by the number of topics); each
+// topic that does not exist yet gets a reader of its own that reads it
+// from its beginning once it appears.
 func startFollower(ctx context.Context, cfg FollowConfig, tr *tracker, runID string, topics []string, log *slog.Logger) (*follower, error) {
 	if len(cfg.Kafka.Brokers) == 0 {
 		return nil, errNoBrokers
@@ -112,17 +115,21 @@ func startFollower(ctx context.Context, cfg FollowConfig, tr *tracker, runID str
 	}
 	ctx, f.cancel = context.WithCancel(ctx)
 	var ready sync.WaitGroup
+	var present []string
 	for _, t := range topics {
-		exists := slices.Contains(existing, t)
+		if slices.Contains(existing, t) {
+			present = append(present, t)
+			continue
+		}
+		f.wg.Go(func() { f.follow(ctx, []string{t}, false, func() {}) })
+	}
+	if len(present) > 0 {
 		ready.Add(1)
 		var once sync.Once
 		done := func() { once.Do(ready.Done) }
-		if !exists {
-			done() // read from its beginning when it appears
-		}
 		f.wg.Go(func() {
 			defer done()
-			f.follow(ctx, t, exists, done)
+			f.follow(ctx, present, true, done)
 		})
 	}
 	waited := make(chan struct{})
@@ -146,9 +153,8 @@ func startFollower(ctx context.Context, cfg FollowConfig, tr *tracker, runID str
 // setStart fixes the run's start (the base of the send times in markers).
 func (f *follower) setStart(t time.Time) { f.startNano.Store(t.UnixNano()) }
 
-// follow reads one topic until ctx is done.
-func (f *follower) follow(ctx context.Context, topic string, exists bool, ready func()) {
-	isError := topic == f.cfg.ErrorTopic
+// follow reads topics until ctx is done.
+func (f *follower) follow(ctx context.Context, topics []string, exists bool, ready func()) {
 	var h, rh Histogram
 	defer func() {
 		f.mu.Lock()
@@ -164,7 +170,7 @@ func (f *follower) follow(ctx context.Context, topic string, exists bool, ready 
 			return nil
 		}
 		seq, sentMicros, ok := parseMarker(r.Value[i+len(f.prefix):])
-		if !ok || f.tr.see(seq, isError) != first {
+		if !ok || f.tr.see(seq, r.Topic == f.cfg.ErrorTopic) != first {
 			return nil
 		}
 		ts := r.Timestamp.UnixMilli()
@@ -181,11 +187,11 @@ func (f *follower) follow(ctx context.Context, topic string, exists bool, ready 
 	}
 	for {
 		if !exists {
-			if !f.awaitTopic(ctx, topic) {
+			if !f.awaitTopic(ctx, topics[0]) {
 				return
 			}
 		}
-		cfg := kafka.TailConfig{Kafka: f.cfg.Kafka, Topics: []string{topic}, FromBeginning: !exists}
+		cfg := kafka.TailConfig{Kafka: f.cfg.Kafka, Topics: topics, FromBeginning: !exists, Bulk: true}
 		if exists {
 			cfg.OnStart = ready
 		}
@@ -195,11 +201,11 @@ func (f *follower) follow(ctx context.Context, topic string, exists bool, ready 
 		}
 		if exists || delivered {
 			// Reading again would skip records or see them twice.
-			f.fail(fmt.Sprintf("topic %s: %v", topic, err))
+			f.fail(fmt.Sprintf("topics %v: %v", topics, err))
 			return
 		}
 		// Just created: its metadata may not be everywhere yet.
-		f.log.Debug("bench: topic not readable yet", "topic", topic, "err", err)
+		f.log.Debug("bench: topic not readable yet", "topic", topics[0], "err", err)
 		if !sleepCtx(ctx, 250*time.Millisecond) {
 			return
 		}

@@ -101,7 +101,9 @@ type FollowStats struct {
 	// minus the send time of the request.
 	Latency Latency `json:"latency_ms"`
 	// ReadLatency: when bench read the output record minus the send time
-	// (includes the time to make it readable: acknowledgement, fetch).
+	// (includes the time to make it readable: acknowledgement, fetch; bench
+	// fetches in bulk, as the sinks do, so up to kafka.fetch_max_wait of it
+	// is its own wait for a full fetch).
 	ReadLatency Latency `json:"read_latency_ms"`
 	// Wait is how long following went on after the last answer.
 	Wait   float64  `json:"wait_seconds"`

@@ -123,7 +123,7 @@ func (m *Metrics) lagMonitor(c config.Config, kc kafka.Config, groups []string, 
 // KafkaConfig is how every role reaches Kafka: brokers, client settings,
 // TLS and SASL from the kafka section.
 func KafkaConfig(c config.Config, log *slog.Logger) kafka.Config {
-	kc := kafka.Config{Brokers: c.Kafka.Brokers, ClientID: c.Kafka.ClientID, Linger: c.Kafka.Linger, FetchMaxBytes: c.Kafka.FetchMaxBytes, Logger: log}
+	kc := kafka.Config{Brokers: c.Kafka.Brokers, ClientID: c.Kafka.ClientID, Linger: c.Kafka.Linger, FetchMaxBytes: c.Kafka.FetchMaxBytes, FetchMinBytes: c.Kafka.FetchMinBytes, FetchMaxWait: c.Kafka.FetchMaxWait, Logger: log}
 	k := c.Kafka
 	if k.TLS {
 		kc.TLS = &kafka.TLS{

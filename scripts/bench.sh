@@ -17,7 +17,13 @@
 #                             batches instead of one GET per event; every
 #                             EVENTLOGGING_* variable reaches the roles, e.g.
 #                             EVENTLOGGING_PROCESS_MIXED_TOPIC=- (no mixed topic);
-#                             BENCH_PIPELINE=0 skips the pipeline benchmark
+#                             BENCH_PIPELINE=0 skips the pipeline benchmark;
+#                             BENCH_SCHEMAS=testdata/workload/schemas uses the
+#                             standard workload's schemas (default
+#                             examples/schemas); BENCH_FILES=1 has the sink
+#                             write Parquet files as well, counted by uuid
+#                             (with the test virtualenv's DuckDB) once the
+#                             sink has stopped
 #
 # Run it on a quiet machine: every figure shares the cores with whatever
 # else runs.
@@ -66,14 +72,21 @@ if $e2e; then
 	go build -o "$work/eventlogging" ./cmd/eventlogging
 	el="$work/eventlogging"
 	export EVENTLOGGING_KAFKA_BROKERS=$brokers EVENTLOGGING_METRICS_LISTEN=off
-	"$el" intake --listen 127.0.0.1:18280 --spool-dir "$work/spool" --schemas examples/schemas 2>"$work/intake.log" &
+	schemas=${BENCH_SCHEMAS:-examples/schemas}
+	files=()
+	if [ "${BENCH_FILES:-0}" = 1 ]; then
+		# Files are published when they are this old (or when the sink stops).
+		files=(--files "$work/files" --format parquet)
+		export EVENTLOGGING_SINK_FILE_MAX_AGE=${EVENTLOGGING_SINK_FILE_MAX_AGE:-10s}
+	fi
+	"$el" intake --listen 127.0.0.1:18280 --spool-dir "$work/spool" --schemas "$schemas" 2>"$work/intake.log" &
 	pids+=($!)
-	"$el" process --schemas examples/schemas 2>"$work/process.log" &
+	"$el" process --schemas "$schemas" 2>"$work/process.log" &
 	pids+=($!)
-	"$el" sink --sql "sqlite:$work/e2e.db" --schemas examples/schemas 2>"$work/sink.log" &
+	"$el" sink --sql "sqlite:$work/e2e.db" "${files[@]}" --schemas "$schemas" 2>"$work/sink.log" &
 	pids+=($!)
 	for _ in $(seq 100); do curl -sf http://127.0.0.1:18280/readyz >/dev/null && break; sleep 0.2; done
-	log "end to end: beacons → intake → Kafka → processor → SQL sink → $out/e2e.json"
+	log "end to end: ${BENCH_MODE:-beacon} → intake → Kafka → processor → sink (SQL${files:+ and Parquet}) → $out/e2e.json"
 	# CPU seconds of a process so far (user + system), from /proc.
 	cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
 	kpid=$(cat "${TMPDIR:-/tmp}/eventlogging-kafka-$KAFKA_PORT/kafka.pid")
@@ -83,7 +96,7 @@ if $e2e; then
 	for p in "${rpids[@]}"; do before+=("$(cpu "$p")"); done
 	start=$(date +%s.%N)
 	TIMEFORMAT='bench %U %S'
-	{ time "$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --mode "${BENCH_MODE:-beacon}" --batch "${BENCH_BATCH:-50}" --concurrency 32 \
+	{ time "$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --schemas "$schemas" --mode "${BENCH_MODE:-beacon}" --batch "${BENCH_BATCH:-50}" --concurrency 32 \
 		--duration 30s --invalid 0 --json >"$out/e2e.json"; } 2>"$work/bench-time.txt"
 	run=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/e2e.json")
 	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"]["accepted"])' "$out/e2e.json")
@@ -119,6 +132,21 @@ PY
 		done
 		awk -v n="$want" '$1 == "bench" { printf "%-10s %12.2f %12.2f\n", "bench", $2 + $3, ($2 + $3) * 1e6 / n }' "$work/bench-time.txt"
 	} >"$out/e2e-cpu.txt"
+	if [ "${BENCH_FILES:-0}" = 1 ]; then
+		# Stop the sink (it publishes its open files), then count this run's
+		# rows in the Parquet files by uuid.
+		kill -TERM "${pids[2]}"
+		wait "${pids[2]}" || true
+		py=${EVENTLOGGING_PYTHON:-${XDG_CACHE_HOME:-$HOME/.cache}/eventlogging/venv/bin/python}
+		"$py" - "$work/files" "bench-$run" "$want" >>"$out/e2e-sql.txt" <<'PY' || log "Parquet not counted: needs DuckDB (scripts/test.sh installs it)"
+import duckdb, sys
+root, wiki, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rows, uuids = duckdb.execute(
+    f"select count(*), count(distinct uuid) from read_parquet('{root}/**/*.parquet', union_by_name=true) where wiki = ?",
+    [wiki]).fetchone()
+print(f"in Parquet {uuids} distinct uuids in {rows} rows; lost {want - uuids}; duplicates {rows - uuids}")
+PY
+	fi
 	cat "$out/e2e-sql.txt" "$out/e2e-cpu.txt" >&2
 fi
 

@@ -103,11 +103,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 const gcPercent = 400
 
 func setGCPercent(cmd string) {
-	switch cmd {
-	case "bench":
-		if os.Getenv("GOGC") == "" {
-			debug.SetGCPercent(gcPercent)
-		}
+	if cmd == "bench" && os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
 	}
 }
 

@@ -31,8 +31,9 @@ type Config struct {
 	// FetchMinBytes and FetchMaxWait apply to the consumer groups that
 	// move the pipeline's bulk (the processor's Pipe, the sinks' Batches):
 	// a fetch is answered once it has FetchMinBytes, or after
-	// FetchMaxWait. Defaults 256 KiB and 100ms. Tails (dashboard, bench)
-	// and the schema log fetch with Kafka's own minimum of 1 byte.
+	// FetchMaxWait. Defaults 256 KiB and 100ms. Tails (unless
+	// TailConfig.Bulk, as bench's follower sets) and the schema log fetch
+	// with Kafka's own minimum of 1 byte.
 	FetchMinBytes int32
 	FetchMaxWait  time.Duration
 	// Logger receives the client's warnings and errors; default: discarded.

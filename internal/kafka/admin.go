@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -148,14 +149,7 @@ func EnsureCompactedTopic(ctx context.Context, cl *kgo.Client, topic string, rep
 // every key's latest record forever: "compact", or "compact,delete" with
 // retention.ms -1. why says what goes wrong otherwise ("records expire").
 func checkCompacted(ctx context.Context, adm *kadm.Client, topic, why string) error {
-	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
-	if err != nil {
-		return fmt.Errorf("describe configs of %s: %w", topic, err)
-	}
-	rc, err := rcs.On(topic, nil)
-	if err == nil {
-		err = rc.Err
-	}
+	rc, err := describeTopicConfigs(ctx, adm, topic)
 	if err != nil {
 		return fmt.Errorf("describe configs of %s: %w", topic, err)
 	}
@@ -175,4 +169,34 @@ func checkCompacted(ctx context.Context, adm *kadm.Client, topic, why string) er
 		return fmt.Errorf("topic %s has cleanup.policy=%q (retention.ms=%s): want \"compact\", or %s", topic, policy, retention, why)
 	}
 	return nil
+}
+
+// configsPropagation bounds how long describeTopicConfigs waits for the
+// broker that answers to learn of a topic just created.
+const configsPropagation = 15 * time.Second
+
+// describeTopicConfigs returns topic's configuration. A topic just created
+// is known to the controller and its partitions' leaders before every
+// broker has its metadata: in a cluster, the broker that answers may say
+// UNKNOWN_TOPIC_OR_PARTITION for a few hundred milliseconds (seen on a
+// 3-broker cluster at start-up). That answer is retried for up to
+// configsPropagation; any other error is returned at once.
+func describeTopicConfigs(ctx context.Context, adm *kadm.Client, topic string) (kadm.ResourceConfig, error) {
+	deadline := time.Now().Add(configsPropagation)
+	for {
+		rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+		var rc kadm.ResourceConfig
+		if err == nil {
+			rc, err = rcs.On(topic, nil)
+			if err == nil {
+				err = rc.Err
+			}
+		}
+		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) || time.Now().After(deadline) {
+			return rc, err
+		}
+		if werr := waitABit(ctx); werr != nil {
+			return rc, err
+		}
+	}
 }

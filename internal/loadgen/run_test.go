@@ -43,9 +43,11 @@ func testGenerator(t *testing.T, runID string, invalid float64, refs ...string) 
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// TestRatePacing: at 2,000 events/s for 2 s the intake receives 4,000
-// beacons ±15%, about 2,000 in each second (no burst at the start, no
-// drift), and the report's accepted rate is 2,000/s ±15%.
+// TestRatePacing: at 500 events/s for 2 s the intake receives 1,000
+// beacons ±15%, about 500 in each second (no burst at the start, no
+// drift), and the report's accepted rate is 500/s ±15%. (At 2,000/s the
+// race-detector build on a loaded 2-core CI machine reached only
+// 1,074-1,322 a second: the test measured the machine, not the pacing.)
 func TestRatePacing(t *testing.T) {
 	var mu sync.Mutex
 	var arrivals []time.Time
@@ -60,7 +62,7 @@ func TestRatePacing(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	const rate, secs = 2000, 2
+	const rate, secs = 500, 2
 	rep, err := Run(t.Context(), Config{
 		URL: srv.URL, Mode: ModeBeacon, Rate: rate, Concurrency: 8, Duration: secs * time.Second,
 		Generator: testGenerator(t, "pace1", 0), RunID: "pace1", Logger: quietLogger(),

@@ -279,7 +279,7 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 	case resp.Invalid > 0:
 		code = http.StatusMultiStatus
 	}
-	writeJSON(rw, code, resp)
+	writePost(rw, code, &resp)
 }
 
 // async writes the records of a beacon or hasty POST: into the producer

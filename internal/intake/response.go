@@ -14,7 +14,7 @@ import (
 func writePost(rw http.ResponseWriter, code int, resp *PostResponse) {
 	rw.Header().Set("Content-Type", "application/json")
 	rw.WriteHeader(code)
-	_, _ = rw.Write(appendPostResponse(make([]byte, 0, 64+len(resp.Events)*96), resp))
+	_, _ = rw.Write(appendPostResponse(make([]byte, 0, 64+len(resp.Events)*128), resp))
 }
 
 // appendPostResponse appends the JSON of resp and a newline to b.

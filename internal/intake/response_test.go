@@ -31,15 +31,20 @@ func TestAppendPostResponse(t *testing.T) {
 		}},
 	}
 	for name, resp := range cases {
-		t.Run(name, func(t *testing.T) {
-			var want bytes.Buffer
-			if err := json.NewEncoder(&want).Encode(resp); err != nil {
-				t.Fatal(err)
-			}
-			if got := appendPostResponse(nil, &resp); !bytes.Equal(got, want.Bytes()) {
-				t.Errorf("got  %s\nwant %s", got, want.Bytes())
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkLikeEncoder(t, resp) })
+	}
+}
+
+// checkLikeEncoder fails t unless appendPostResponse gives for resp what
+// json.Encoder writes.
+func checkLikeEncoder(t *testing.T, resp PostResponse) {
+	t.Helper()
+	var want bytes.Buffer
+	if err := json.NewEncoder(&want).Encode(resp); err != nil {
+		t.Fatal(err)
+	}
+	if got := appendPostResponse(nil, &resp); !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("got  %s\nwant %s", got, want.Bytes())
 	}
 }
 
@@ -49,14 +54,7 @@ func FuzzAppendPostResponse(f *testing.F) {
 	f.Add(3, "accepted", "6c4a9a5e-8e1b-4f7e-9a3c-0d2f1b3c4d5e", "eventlogging_Generic", "")
 	f.Add(0, "invalid", "", "", "bad <json>")
 	f.Fuzz(func(t *testing.T, index int, status, uuid, topic, msg string) {
-		resp := PostResponse{Accepted: 1, Events: []EventResult{{Index: index, Status: status, UUID: uuid, Topic: topic, Message: msg}}}
-		var want bytes.Buffer
-		if err := json.NewEncoder(&want).Encode(resp); err != nil {
-			t.Fatal(err)
-		}
-		if got := appendPostResponse(nil, &resp); !bytes.Equal(got, want.Bytes()) {
-			t.Errorf("got  %s\nwant %s", got, want.Bytes())
-		}
+		checkLikeEncoder(t, PostResponse{Accepted: 1, Events: []EventResult{{Index: index, Status: status, UUID: uuid, Topic: topic, Message: msg}}})
 	})
 }
 

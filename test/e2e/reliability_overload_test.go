@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,19 +56,16 @@ func TestOverload(t *testing.T) {
 	// 17,000–31,000/s on 2 cores.
 	s := newSender(r.base, r.prefix, 48, 0, pick(2_000_000, 6_000_000))
 	// Per role, the peak VmHWM and the peak of the sampled anonymous
-	// resident memory, in KiB.
-	var peaks, anonPeaks sync.Map // role name → KiB
-	keepMax := func(m *sync.Map, name string, v int64) {
-		if old, ok := m.Load(name); !ok || v > old.(int64) {
-			m.Store(name, v)
-		}
-	}
+	// resident memory, in KiB: written by watchMem's goroutine only, read
+	// once it has ended (memDone).
+	type memPeak struct{ hwm, anon int64 }
+	peaks := map[string]memPeak{}
 	watchMem := func(ctx context.Context) {
 		for ctx.Err() == nil {
 			for _, p := range roles {
 				hwm, anon := memKiB(p.service().cmd.Process.Pid)
-				keepMax(&peaks, p.name, hwm)
-				keepMax(&anonPeaks, p.name, anon)
+				m := peaks[p.name]
+				peaks[p.name] = memPeak{max(m.hwm, hwm), max(m.anon, anon)}
 			}
 			select {
 			case <-ctx.Done():
@@ -109,9 +105,8 @@ func TestOverload(t *testing.T) {
 	p99 := s.latencyQuantile(0.99)
 	var mem []string
 	for _, p := range roles {
-		hwm, _ := peaks.Load(p.name)
-		anon, _ := anonPeaks.Load(p.name)
-		mem = append(mem, fmt.Sprintf("%s %d MiB (anonymous %d MiB)", p.name, hwm.(int64)/1024, anon.(int64)/1024))
+		m := peaks[p.name]
+		mem = append(mem, fmt.Sprintf("%s %d MiB (anonymous %d MiB)", p.name, m.hwm/1024, m.anon/1024))
 	}
 	t.Logf("peak RSS (VmHWM, and the peak of RssAnon sampled every 200 ms): %v", mem)
 	t.Logf("overload: %v", d)
@@ -166,8 +161,7 @@ func TestOverload(t *testing.T) {
 		"sink":      overloadMemLimitMiB * 5 / 4,
 	}
 	for _, p := range roles {
-		v, _ := anonPeaks.Load(p.name)
-		if mib := v.(int64) / 1024; mib > bounds[p.name] {
+		if mib := peaks[p.name].anon / 1024; mib > bounds[p.name] {
 			t.Errorf("%s peak anonymous resident memory %d MiB, bound %d MiB", p.name, mib, bounds[p.name])
 		}
 	}

@@ -61,6 +61,12 @@ func TestRegistryLeaderKill(t *testing.T) {
 		return startService(t, fmt.Sprintf("registry-%d", i), env, "registry", "--listen", addrs[i], "--self-url", "http://"+addrs[i])
 	}
 	regs := []*service{start(0), start(1)}
+	// Both must listen before the writes, half of which go to each: on a
+	// loaded machine one process can start seconds after the other became
+	// leader.
+	for _, r := range regs {
+		waitLog(t, r, "registry listening", 60*time.Second)
+	}
 	leader := -1
 	deadline := time.Now().Add(60 * time.Second)
 	for leader < 0 && time.Now().Before(deadline) {

@@ -2,6 +2,9 @@ package intake
 
 import (
 	"context"
+	"encoding/json"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -37,4 +40,53 @@ func BenchmarkPostBatch10(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*10)/b.Elapsed().Seconds(), "events/s")
+}
+
+// workloadBodies are 10-event POST bodies of the standard workload
+// (testdata/workload/raw.tsv at the repository root): the events of its
+// first 1,000 lines, ten to a body, those the schemas refuse included;
+// the lines that are not JSON (truncated, bad escapes) left out, as a
+// client that POSTs sends JSON it wrote.
+func workloadBodies(b *testing.B) [][]byte {
+	b.Helper()
+	raw, err := os.ReadFile("../../testdata/workload/raw.tsv")
+	if err != nil {
+		b.Fatalf("standard workload missing (testdata/workload at the repository root): %v", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	var bodies [][]byte
+	var events []string
+	for _, line := range lines[:min(len(lines), 1000)] {
+		q, _, _ := strings.Cut(line, "\t")
+		ev, err := url.QueryUnescape(strings.TrimSuffix(strings.TrimPrefix(q, "?"), ";"))
+		if err != nil || !json.Valid([]byte(ev)) {
+			continue
+		}
+		if events = append(events, ev); len(events) == 10 {
+			bodies = append(bodies, []byte("["+strings.Join(events, ",")+"]"))
+			events = events[:0]
+		}
+	}
+	return bodies
+}
+
+// BenchmarkSplitWorkload is split alone (the body's checks and its split
+// into events) on 10-event bodies of the standard workload.
+func BenchmarkSplitWorkload(b *testing.B) {
+	bodies := workloadBodies(b)
+	s := &Server{cfg: Config{MaxBatchEvents: 1000}}
+	var size int
+	for _, body := range bodies {
+		size += len(body)
+	}
+	b.SetBytes(int64(size / len(bodies)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		events, status, msg := s.split(bodies[i%len(bodies)])
+		if status != 0 || len(events) != 10 {
+			b.Fatalf("%d events, %d %s", len(events), status, msg)
+		}
+		i++
+	}
 }

@@ -219,7 +219,7 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q: send application/json or text/plain", ct))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, s.cfg.MaxBodyBytes))
+	body, err := readBody(rw, r, s.cfg.MaxBodyBytes)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		m.receive(route, 1)
@@ -280,6 +280,33 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 		code = http.StatusMultiStatus
 	}
 	writePost(rw, code, &resp)
+}
+
+// readBody reads r's body, of at most limit bytes, into one buffer of the
+// size the request declares (Content-Length, within the limit), where
+// io.ReadAll would start at 512 bytes and grow, copying, five times for a
+// 10-event POST of real-sized events. A body longer than its
+// Content-Length is cut there by net/http; one without grows as needed.
+func readBody(rw http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	rd := http.MaxBytesReader(rw, r.Body, limit)
+	size := 512
+	if n := r.ContentLength; n > 0 {
+		size = int(min(n, limit)) + 1 // + 1: room to read the end
+	}
+	b := make([]byte, 0, size)
+	for {
+		n, err := rd.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // async writes the records of a beacon or hasty POST: into the producer

@@ -56,14 +56,20 @@ func recordOf(r *kgo.Record) Record {
 
 // kgoRecord converts a message to produce.
 func kgoRecord(m Message) *kgo.Record {
-	r := &kgo.Record{Topic: m.Topic, Key: m.Key, Value: m.Value}
+	r := &kgo.Record{}
+	setRecord(r, m)
+	return r
+}
+
+// setRecord makes r the record of m.
+func setRecord(r *kgo.Record, m Message) {
+	*r = kgo.Record{Topic: m.Topic, Key: m.Key, Value: m.Value}
 	if len(m.Headers) > 0 {
 		r.Headers = make([]kgo.RecordHeader, len(m.Headers))
 		for i, h := range m.Headers {
 			r.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
 		}
 	}
-	return r
 }
 
 // Message is one record to produce (the pipeline's one record shape).
@@ -271,25 +277,37 @@ func (p *Pipe) batch(ctx context.Context, cl *kgo.Client, topics *Topics, recs [
 }
 
 // produceAll produces every message and waits for all acknowledgements.
+// The records are allocated together, and one callback serves them all:
+// two allocations a call where there were two a message.
 func produceAll(ctx context.Context, cl *kgo.Client, batches [][]Message) error {
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		firstErr error
 	)
+	n := 0
+	for _, b := range batches {
+		n += len(b)
+	}
+	recs := make([]kgo.Record, n)
+	done := func(r *kgo.Record, err error) {
+		if err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+			}
+			mu.Unlock()
+		}
+		wg.Done()
+	}
+	i := 0
 	for _, b := range batches {
 		for _, m := range b {
+			r := &recs[i]
+			i++
+			setRecord(r, m)
 			wg.Add(1)
-			cl.Produce(ctx, kgoRecord(m), func(r *kgo.Record, err error) {
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
-					}
-					mu.Unlock()
-				}
-				wg.Done()
-			})
+			cl.Produce(ctx, r, done)
 		}
 	}
 	wg.Wait()

@@ -3,6 +3,9 @@ package intake
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"net/http"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -27,7 +30,7 @@ var scanCases = []string{
 // json.Unmarshal into []json.RawMessage for an array's elements.
 func checkScan(t *testing.T, body []byte, maxDepth int) {
 	t.Helper()
-	top, elems, ok := scanBody(body, maxDepth, nil)
+	top, elems, count, ok := scanBody(body, maxDepth, math.MaxInt, nil)
 	want := utf8.Valid(body) && nesting(body) <= maxDepth && json.Valid(body)
 	if ok != want {
 		t.Fatalf("scanBody(%q, depth %d) ok = %v; utf8.Valid, nesting and json.Valid say %v", body, maxDepth, ok, want)
@@ -37,6 +40,9 @@ func checkScan(t *testing.T, body []byte, maxDepth int) {
 	}
 	if first := bytes.TrimLeft(body, " \t\n\r"); top != first[0] {
 		t.Fatalf("scanBody(%q): top %q, want %q", body, top, first[0])
+	}
+	if len(elems) != count {
+		t.Fatalf("scanBody(%q): %d elements kept of %d counted, with no limit", body, len(elems), count)
 	}
 	if top != '[' {
 		if len(elems) != 0 {
@@ -93,7 +99,7 @@ func TestScanBody(t *testing.T) {
 // not copies.
 func TestScanBodyElementsAliasBody(t *testing.T) {
 	body := []byte(`[ {"a":1} , [2] ]`)
-	_, elems, ok := scanBody(body, 8, nil)
+	_, elems, _, ok := scanBody(body, 8, 10, nil)
 	if !ok || len(elems) != 2 {
 		t.Fatalf("ok %v, %d elements", ok, len(elems))
 	}
@@ -118,4 +124,25 @@ func FuzzScanBody(f *testing.F) {
 		}
 		checkScan(t, body, maxDepth)
 	})
+}
+
+// TestScanBodyCountsPastMaxElems: past maxElems the elements are counted,
+// not kept: a body of a million tiny events keeps maxElems of them.
+func TestScanBodyCountsPastMaxElems(t *testing.T) {
+	const n = 1_000_000
+	body := []byte("[" + strings.Repeat("0,", n-1) + "0]")
+	_, elems, count, ok := scanBody(body, 8, 1000, nil)
+	if !ok || count != n || len(elems) != 1000 {
+		t.Fatalf("ok %v, %d counted, %d kept; want true, %d, 1000", ok, count, len(elems), n)
+	}
+	s := &Server{cfg: Config{MaxBatchEvents: 1000}}
+	if _, status, msg := s.split(body); status != http.StatusRequestEntityTooLarge || msg != "1000000 events in one request exceed the limit of 1000" {
+		t.Fatalf("split: %d %q", status, msg)
+	}
+	for _, limit := range []int{0, 1, 2, 3} {
+		_, elems, count, ok := scanBody([]byte(`[1, 2 ,3]`), 8, limit, nil)
+		if want := min(limit, 3); !ok || count != 3 || len(elems) != want {
+			t.Fatalf("limit %d: ok %v, %d counted, %d kept; want 3 and %d", limit, ok, count, len(elems), want)
+		}
+	}
 }

@@ -343,7 +343,7 @@ func (s *Server) split(body []byte) ([][]byte, int, string) {
 	// Each event is decoded once, by the processor: here the body is only
 	// checked and split into the events' own bytes, in one pass.
 	// Room for the 10-event batches clients send, in one allocation.
-	top, events, ok := scanBody(body, capsule.MaxDecodeDepth, make([][]byte, 0, 16))
+	top, events, count, ok := scanBody(body, capsule.MaxDecodeDepth, s.cfg.MaxBatchEvents, make([][]byte, 0, 16))
 	if !ok {
 		return nil, http.StatusBadRequest, whyRefused(body)
 	}
@@ -351,11 +351,11 @@ func (s *Server) split(body []byte) ([][]byte, int, string) {
 	case '{':
 		return [][]byte{body}, 0, ""
 	case '[':
-		if len(events) == 0 {
+		if count == 0 {
 			return nil, http.StatusBadRequest, "empty array: send at least one event"
 		}
-		if len(events) > s.cfg.MaxBatchEvents {
-			return nil, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d events in one request exceed the limit of %d", len(events), s.cfg.MaxBatchEvents)
+		if count > s.cfg.MaxBatchEvents {
+			return nil, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d events in one request exceed the limit of %d", count, s.cfg.MaxBatchEvents)
 		}
 		return events, 0, ""
 	default:

@@ -8,13 +8,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strings"
 	"testing"
 )
 
 // TestReadBody: bodies with and without a Content-Length, empty, at the
 // limit and past it come back whole, or as *http.MaxBytesError.
 func TestReadBody(t *testing.T) {
-	const limit = 10_000
+	const limit = readAhead + 10_000
 	for _, tt := range []struct {
 		name     string
 		size     int
@@ -24,12 +26,14 @@ func TestReadBody(t *testing.T) {
 		{"empty", 0, true, false},
 		{"small", 100, true, false},
 		{"10-event POST", 8_421, true, false},
+		{"past what is read ahead", readAhead + 5_000, true, false},
 		{"at the limit", limit, true, false},
 		{"past the limit", limit + 1, true, true},
 		{"chunked, small", 100, false, false},
 		{"chunked, grows several times", 9_000, false, false},
 		{"chunked, at the limit", limit, false, false},
 		{"chunked, past the limit", 3 * limit, false, true},
+		{"declared past the limit", 2 * limit, true, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			body := bytes.Repeat([]byte("0123456789abcdef"), tt.size/16+1)[:tt.size]
@@ -112,5 +116,25 @@ func BenchmarkReadBody(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadBodyBoundsReadAhead: a request that declares 4 MiB and sends 10
+// bytes gets a buffer of at most readAhead, not of the declared size.
+func TestReadBodyBoundsReadAhead(t *testing.T) {
+	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/events", strings.NewReader(`[{"a":1}]`))
+	r.ContentLength = 4 << 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b, err := readBody(httptest.NewRecorder(), r, 4<<20)
+	runtime.ReadMemStats(&after)
+	if err != nil || string(b) != `[{"a":1}]` {
+		t.Fatalf("%q, %v", b, err)
+	}
+	if cap(b) > readAhead+1 {
+		t.Fatalf("buffer of %d bytes for a body of %d", cap(b), len(b))
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 2*readAhead {
+		t.Fatalf("%d bytes allocated for a body of %d that declared 4 MiB", got, len(b))
 	}
 }

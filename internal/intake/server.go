@@ -288,11 +288,14 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 // io.ReadAll would start at 512 bytes and grow, copying, five times for a
 // 10-event POST of real-sized events. A body longer than its
 // Content-Length is cut there by net/http; one without grows as needed.
+// At most readAhead bytes are taken on the declaration's word: a client
+// that declares megabytes and sends them slowly, or never, holds no more
+// memory than it has sent.
 func readBody(rw http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	rd := http.MaxBytesReader(rw, r.Body, limit)
 	size := 512
 	if n := r.ContentLength; n > 0 {
-		size = int(min(n, limit)) + 1 // + 1: room to read the end
+		size = int(min(n, limit, readAhead)) + 1 // + 1: room to read the end
 	}
 	b := make([]byte, 0, size)
 	for {
@@ -309,6 +312,9 @@ func readBody(rw http.ResponseWriter, r *http.Request, limit int64) ([]byte, err
 		}
 	}
 }
+
+// readAhead bounds the buffer readBody allocates before the bytes arrive.
+const readAhead = 64 << 10
 
 // async writes the records of a beacon or hasty POST: into the producer
 // buffer, or, with AckAfterKafka, until Kafka acknowledged them.

@@ -125,6 +125,9 @@ func scanBody(b []byte, maxDepth, maxElems int, out [][]byte) (top byte, elems [
 			}
 			if len(stack) == 1 && top == '[' {
 				if count < maxElems {
+					if out == nil { // room for the 10-event batches clients send
+						out = make([][]byte, 0, min(maxElems, 16))
+					}
 					out = append(out, b[start:i])
 				}
 				count++

@@ -146,3 +146,18 @@ func TestScanBodyCountsPastMaxElems(t *testing.T) {
 		}
 	}
 }
+
+// TestScanBodyAllocations: a single event takes no allocation, a 10-event
+// batch one.
+func TestScanBodyAllocations(t *testing.T) {
+	one := []byte(`{"schema":"Generic","revision":13,"event":{"a":[1,{"b":[]}]}}`)
+	ten := []byte("[" + strings.TrimSuffix(strings.Repeat(string(one)+",", 10), ",") + "]")
+	for _, tt := range []struct {
+		body []byte
+		want float64
+	}{{one, 0}, {ten, 1}} {
+		if got := testing.AllocsPerRun(100, func() { _, _, _, _ = scanBody(tt.body, 8, 1000, nil) }); got != tt.want {
+			t.Errorf("%d-byte body: %v allocations, want %v", len(tt.body), got, tt.want)
+		}
+	}
+}

@@ -348,8 +348,7 @@ func (s *Server) split(body []byte) ([][]byte, int, string) {
 	}
 	// Each event is decoded once, by the processor: here the body is only
 	// checked and split into the events' own bytes, in one pass.
-	// Room for the 10-event batches clients send, in one allocation.
-	top, events, count, ok := scanBody(body, capsule.MaxDecodeDepth, s.cfg.MaxBatchEvents, make([][]byte, 0, 16))
+	top, events, count, ok := scanBody(body, capsule.MaxDecodeDepth, s.cfg.MaxBatchEvents, nil)
 	if !ok {
 		return nil, http.StatusBadRequest, whyRefused(body)
 	}

@@ -47,6 +47,7 @@ type fastNode struct {
 	hasConst bool
 	constVal any // scalar
 	format   func(any) error
+	dateTime bool // format is the library's date-time (datetime.go)
 
 	ref                        *fastNode
 	allOf, anyOf, oneOf        []*fastNode
@@ -143,6 +144,7 @@ func (b *fastBuilder) node(s *jsonschema.Schema) *fastNode {
 	}
 	if s.Format != nil {
 		n.format = s.Format.Validate
+		n.dateTime = s.Format.Name == "date-time"
 	}
 	n.minProps, n.maxProps = intOr(s.MinProperties), intOr(s.MaxProperties)
 	n.required = s.Required

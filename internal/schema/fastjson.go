@@ -349,8 +349,17 @@ func (w *byteWalker) str(n *fastNode, i int) (int, bool) {
 	if n.pattern != nil && !n.pattern.MatchString(unsafe.String(unsafe.SliceData(content), len(content))) {
 		return -1, false
 	}
-	if n.format != nil && n.format(string(content)) != nil {
-		return -1, false
+	if n.format != nil {
+		valid, sure := false, false
+		if n.dateTime {
+			valid, sure = dateTime(content)
+		}
+		if !sure {
+			valid = n.format(string(content)) == nil
+		}
+		if !valid {
+			return -1, false
+		}
 	}
 	return end, true
 }

@@ -67,21 +67,27 @@ func (p *Processor) buildFast(ctx context.Context, fl *lineformat.Fields, c *cap
 	if cf.hasWebHost {
 		c.WebHost = p.hosts.get(cf.webHost)
 	}
-	if fail := p.serverFields(c, fl, nil); fail != nil {
+	if fail := p.serverFields(c, fl, nil, s.ipMemo); fail != nil {
 		return route{}, false
 	}
 	t := p.topicsFor(c.Schema, c.Revision)
 	c.Topic = t.own
 	s.out = c.AppendJSON(s.out[:0])
-	value := s.out
-	if !s.borrow {
-		value = make([]byte, len(s.out))
-		copy(value, s.out)
-		if cap(s.out) > maxPooledOutput {
-			s.out = nil
-		}
+	return route{topics: t.list, value: s.value(), label: name}, true
+}
+
+// value is the fast path's output: out itself when borrowed, else a copy
+// (out is then kept for the next record, unless it grew large).
+func (s *scratch) value() []byte {
+	if s.borrow {
+		return s.out
 	}
-	return route{topics: t.list, value: value, label: name}, true
+	value := make([]byte, len(s.out))
+	copy(value, s.out)
+	if cap(s.out) > maxPooledOutput {
+		s.out = nil
+	}
+	return value
 }
 
 // maxPooledOutput bounds the output buffer a scratch keeps.
@@ -92,57 +98,67 @@ const maxPooledOutput = 64 << 10
 // (an integer), each at most once, schema, revision and event present; the
 // event is compact JSON (schema.CompactValueEnd).
 func readCapsule(b []byte, cf *capsuleFields) bool {
-	if len(b) < 2 || b[0] != '{' {
-		return false
-	}
-	var seen uint8
-	i := 1
-	for {
-		key, end := plainString(b, i)
-		if end < 0 || end >= len(b) || b[end] != ':' {
-			return false
-		}
-		i = end + 1
-		var bit uint8
+	end, _, seen := members(b, 0, func(key []byte, i int) (end int, bit uint8) {
 		switch string(key) {
 		case "event":
-			bit = 1
 			if i >= len(b) || b[i] != '{' {
-				return false
+				return -1, 0
 			}
 			if end = schema.CompactValueEnd(b[i:]); end < 0 {
-				return false
+				return -1, 0
 			}
 			end += i
 			cf.event = b[i:end]
+			return end, 1
 		case "schema":
-			bit = 2
 			cf.name, end = plainString(b, i)
+			return end, 2
 		case "revision":
-			bit = 4
 			cf.revision, end = positiveInt(b, i)
+			return end, 4
 		case "wiki":
-			bit = 8
 			cf.wiki, end = plainString(b, i)
 			cf.hasWiki = true
+			return end, 8
 		case "webHost":
-			bit = 16
 			cf.webHost, end = plainString(b, i)
 			cf.hasWebHost = true
-		default:
-			return false
+			return end, 16
 		}
+		return -1, 0
+	})
+	return end == len(b) && seen&7 == 7
+}
+
+// members reads the members of the compact JSON object at b[i], whose
+// keys are strings without escapes: for each, member gets the key and the
+// offset of its value, and returns the offset after the value, or -1 to
+// stop (as for an unknown key), and the key's bit (0 for keys that may
+// repeat). members returns the offsets after the object and of its
+// closing brace, and the bits seen; -1, -1 when the object is not read to
+// its end or a bit is seen twice.
+func members(b []byte, i int, member func(key []byte, value int) (int, uint8)) (end, closing int, seen uint8) {
+	if i+1 >= len(b) || b[i] != '{' {
+		return -1, -1, 0
+	}
+	i++
+	for {
+		key, end := plainString(b, i)
+		if end < 0 || end >= len(b) || b[end] != ':' {
+			return -1, -1, seen
+		}
+		end, bit := member(key, end+1)
 		if end < 0 || end >= len(b) || seen&bit != 0 {
-			return false
+			return -1, -1, seen
 		}
 		seen |= bit
-		i = end + 1
 		switch b[end] {
 		case ',':
+			i = end + 1
 		case '}':
-			return i == len(b) && seen&7 == 7
+			return end + 1, end, seen
 		default:
-			return false
+			return -1, -1, seen
 		}
 	}
 }

@@ -15,7 +15,11 @@ import (
 type fastPathPair struct {
 	fast, general *Processor
 	f             *lineformat.Format
+	metas         []Meta // the HTTP events' metadata; nil: legacyMeta
 }
+
+// legacyMeta is an HTTP event's metadata in fastPathPair.check.
+var legacyMeta = []Meta{{RecvFrom: "cp1052.eqiad.wmnet", SeqID: 220927819, Received: fixedNow, ClientIP: "198.51.100.130", UserAgent: `Mozilla/5.0 "quoted"`}}
 
 func newFastPathPair(tb testing.TB) fastPathPair {
 	tb.Helper()
@@ -24,20 +28,26 @@ func newFastPathPair(tb testing.TB) fastPathPair {
 	return fastPathPair{fast: newWorkloadProcessor(tb), general: general, f: mustFormat(tb, workloadFormat)}
 }
 
-// check processes the capsule JSON event with both processors, as an HTTP
-// event and inside a raw line, and fails unless they give the same verdict
-// and the same outputs: byte for byte for EventErrors, equal as JSON
-// (modulo key order) for capsules.
+// check processes the event (capsule JSON, or an Event Platform event)
+// with both processors, as an HTTP event (with each of pp.metas) and
+// inside a raw line, and fails unless they give the same verdict and the
+// same outputs: byte for byte for EventErrors, equal as JSON (modulo key
+// order) for capsules and events.
 func (pp fastPathPair) check(t *testing.T, event []byte) {
 	t.Helper()
 	ctx := context.Background()
-	m := Meta{RecvFrom: "cp1052.eqiad.wmnet", SeqID: 220927819, Received: fixedNow, ClientIP: "198.51.100.130", UserAgent: `Mozilla/5.0 "quoted"`}
-	outF, resF := pp.fast.ProcessEvent(ctx, event, m, nil)
-	outG, resG := pp.general.ProcessEvent(ctx, event, m, nil)
-	if !reflect.DeepEqual(resF, resG) {
-		t.Fatalf("event %q: fast path result %+v, general path %+v", event, resF, resG)
+	metas := pp.metas
+	if metas == nil {
+		metas = legacyMeta
 	}
-	compareOutputs(t, event, outF, outG)
+	for _, m := range metas {
+		outF, resF := pp.fast.ProcessEvent(ctx, event, m, nil)
+		outG, resG := pp.general.ProcessEvent(ctx, event, m, nil)
+		if !reflect.DeepEqual(resF, resG) {
+			t.Fatalf("event %q: fast path result %+v, general path %+v", event, resF, resG)
+		}
+		compareOutputs(t, event, outF, outG)
+	}
 
 	line := append([]byte("?"), encodeURIComponent(event)...)
 	line = append(line, ";\tcp1052.eqiad.wmnet\t220927819\t2019-10-21T14:00:00\t198.51.100.130\t\"UA\""...)

@@ -16,9 +16,9 @@ import (
 // the schema declares "http", http.client_ip (per the IP policy) and the
 // user agent; then validates the whole event against $schema and routes it
 // to the stream's topic.
-func (p *Processor) buildPlatform(ctx context.Context, fl *lineformat.Fields, ev map[string]any, c *capsule.Capsule) (route, *failure) {
+func (p *Processor) buildPlatform(ctx context.Context, fl *lineformat.Fields, ev map[string]any, c *capsule.Capsule, memo *IPMemo) (route, *failure) {
 	// Server fields only: an Event Platform event cannot set them.
-	if fail := p.serverFields(c, fl, nil); fail != nil {
+	if fail := p.serverFields(c, fl, nil, memo); fail != nil {
 		return route{}, fail
 	}
 	uri, ok := ev["$schema"].(string)

@@ -51,10 +51,14 @@ type Processor struct {
 	topicMu sync.RWMutex
 	topicOf map[string]schemaTopics // schema name -> its output topics
 
-	names      interner // registered schema names (fastpath.go)
-	hosts      interner // wiki and webHost values
-	dt         dtCache
-	noFastPath bool // tests: every record takes the general path
+	names interner // registered schema names (fastpath.go)
+	hosts interner // wiki and webHost values
+	// streamNames and uris: Event Platform stream names and schema URIs
+	// (platformfast.go); only those configured or resolved are added.
+	streamNames interner
+	uris        interner
+	dt          dtCache
+	noFastPath  bool // tests: every record takes the general path
 }
 
 type schemaTopics struct {
@@ -91,6 +95,7 @@ type scratch struct {
 	// borrow: the fast path's value is out itself, valid until the next
 	// record processed with this scratch (never for pooled scratch).
 	borrow bool
+	ipMemo *IPMemo // ProcessEvent's Meta.IPMemo, for the event being processed
 }
 
 // knownNamed are the capsule fields a line format may carry by name.
@@ -158,6 +163,26 @@ type Meta struct {
 	Received  time.Time // receive time
 	ClientIP  string    // "" when unknown
 	UserAgent string
+	// IPMemo, when set, keeps ClientIP's hash for the next events
+	// processed with the same memo: the events of one request share
+	// their IP, which is then hashed once. Nil: hashed for each event.
+	IPMemo *IPMemo
+}
+
+// IPMemo holds the hash of one client IP (Meta.IPMemo), for the events of
+// one request, processed one after another. Not safe for concurrent use.
+type IPMemo struct{ ip, hash string }
+
+// hashIP returns the hash of ip, from memo when it holds ip's.
+func (p *Processor) hashIP(ip string, memo *IPMemo) string {
+	if memo != nil && memo.hash != "" && memo.ip == ip {
+		return memo.hash
+	}
+	h := p.hasher.Hash(ip)
+	if memo != nil {
+		memo.ip, memo.hash = ip, h
+	}
+	return h
 }
 
 // Result is the outcome of one event, for per-event HTTP answers.
@@ -177,7 +202,11 @@ func (r Result) Valid() bool { return r.Code == "" }
 // same event read from a raw topic, and reports the outcome.
 func (p *Processor) ProcessEvent(ctx context.Context, event []byte, m Meta, out []Output) ([]Output, Result) {
 	s := p.scratch.Get().(*scratch)
-	defer p.scratch.Put(s)
+	s.ipMemo = m.IPMemo
+	defer func() {
+		s.ipMemo = nil
+		p.scratch.Put(s)
+	}()
 	fl := &s.fields
 	fl.Reset()
 	fl.Capsule = append(fl.Capsule, event...)
@@ -274,6 +303,10 @@ func (p *Processor) build(ctx context.Context, s *scratch, c *capsule.Capsule) (
 		return r, nil
 	}
 	*c = capsule.Capsule{Revision: -1}
+	if r, ok := p.buildPlatformFast(ctx, fl, c, s); ok {
+		return r, nil
+	}
+	*c = capsule.Capsule{Revision: -1}
 	if !utf8.Valid(fl.Capsule) {
 		return route{}, processorFailure("decode capsule: invalid UTF-8")
 	}
@@ -286,7 +319,7 @@ func (p *Processor) build(ctx context.Context, s *scratch, c *capsule.Capsule) (
 		return route{}, processorFailure("decode capsule JSON: capsule is %s, not an object", schema.JSONKind(v))
 	}
 	if _, platform := client["$schema"]; platform {
-		return p.buildPlatform(ctx, fl, client, c)
+		return p.buildPlatform(ctx, fl, client, c, s.ipMemo)
 	}
 
 	var viol []capsule.Violation
@@ -344,7 +377,7 @@ func (p *Processor) build(ctx context.Context, s *scratch, c *capsule.Capsule) (
 	}
 	c.Event = event
 
-	if fail := p.serverFields(c, fl, client); fail != nil {
+	if fail := p.serverFields(c, fl, client, s.ipMemo); fail != nil {
 		return route{}, fail
 	}
 	if nameOK && revOK {
@@ -395,7 +428,7 @@ func secondsOf(n int64) int64 {
 
 // serverFields fills recvFrom, seqId, timestamp, dt, userAgent, clientIp and
 // uuid from the line and (per policy) the client capsule.
-func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, client map[string]any) *failure {
+func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, client map[string]any, memo *IPMemo) *failure {
 	var haveRecv, haveSeq, haveTS bool
 	if fl.HasTimestamp {
 		c.Timestamp, haveTS = fl.Timestamp, true
@@ -514,7 +547,7 @@ func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, clie
 		case ipFromClient || p.cfg.IPPolicy == IPKeep:
 			c.ClientIP = clientIP
 		default:
-			c.ClientIP = p.hasher.Hash(clientIP)
+			c.ClientIP = p.hashIP(clientIP, memo)
 		}
 	}
 	return nil

@@ -132,7 +132,7 @@ func (st *Streams) Lookup(name string) (Stream, bool) {
 	if s.Topic == "" {
 		s.Topic = name
 	}
-	if s.AvroSubject == "" {
+	if s.AvroSubject == "" && s.Format == "avro" { // not built per JSON event
 		s.AvroSubject = s.Topic + "-value"
 	}
 	s.Name = name

@@ -248,7 +248,8 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 		s.hasty(rw, r, events)
 		return
 	}
-	meta := process.Meta{RecvFrom: s.cfg.RecvFrom, Received: time.Now(), ClientIP: s.ip(r), UserAgent: r.UserAgent()}
+	// The events of a request share its client IP: hashed once (IPMemo).
+	meta := process.Meta{RecvFrom: s.cfg.RecvFrom, Received: time.Now(), ClientIP: s.ip(r), UserAgent: r.UserAgent(), IPMemo: new(process.IPMemo)}
 	resp := PostResponse{Events: make([]EventResult, len(events))}
 	// Room for each event's topic and the mixed topic: one allocation.
 	outs := make([]process.Output, 0, 2*len(events))

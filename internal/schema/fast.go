@@ -61,6 +61,7 @@ type fastNode struct {
 	items                      *fastNode
 	minLen, maxLen             int
 	pattern                    jsonschema.Regexp
+	fixed                      fixedPattern // pattern, when it is one (pattern.go)
 	minimum, maximum           *bound
 	exclusiveMin, exclusiveMax *bound
 
@@ -151,6 +152,9 @@ func (b *fastBuilder) node(s *jsonschema.Schema) *fastNode {
 	n.minItems, n.maxItems = intOr(s.MinItems), intOr(s.MaxItems)
 	n.minLen, n.maxLen = intOr(s.MinLength), intOr(s.MaxLength)
 	n.pattern = s.Pattern
+	if s.Pattern != nil {
+		n.fixed = fixedPatternOf(s.Pattern)
+	}
 	n.minimum, n.maximum = newBound(s.Minimum), newBound(s.Maximum)
 	n.exclusiveMin, n.exclusiveMax = newBound(s.ExclusiveMinimum), newBound(s.ExclusiveMaximum)
 
@@ -320,7 +324,7 @@ func (n *fastNode) valid(v any) bool {
 				return false
 			}
 		}
-		if n.pattern != nil && !n.pattern.MatchString(v) {
+		if n.pattern != nil && !n.matchPattern(v) {
 			return false
 		}
 	default:
@@ -573,4 +577,12 @@ func scalarEqual(v, s any) bool {
 	r1, ok1 := toRat(v)
 	r2, ok2 := toRat(s)
 	return ok1 && ok2 && r1.Cmp(r2) == 0
+}
+
+// matchPattern reports whether s matches n's pattern.
+func (n *fastNode) matchPattern(s string) bool {
+	if n.fixed != nil {
+		return n.fixed.match(s)
+	}
+	return n.pattern.MatchString(s)
 }

@@ -346,7 +346,7 @@ func (w *byteWalker) str(n *fastNode, i int) (int, bool) {
 			return -1, false
 		}
 	}
-	if n.pattern != nil && !n.pattern.MatchString(unsafe.String(unsafe.SliceData(content), len(content))) {
+	if n.pattern != nil && !n.matchPattern(unsafe.String(unsafe.SliceData(content), len(content))) {
 		return -1, false
 	}
 	if n.format != nil {

@@ -98,7 +98,7 @@ const maxPooledOutput = 64 << 10
 // (an integer), each at most once, schema, revision and event present; the
 // event is compact JSON (schema.CompactValueEnd).
 func readCapsule(b []byte, cf *capsuleFields) bool {
-	end, _, seen := members(b, 0, func(key []byte, i int) (end int, bit uint8) {
+	end, _, seen := members(b, 0, 0, func(key []byte, i int) (end int, bit uint8) {
 		switch string(key) {
 		case "event":
 			if i >= len(b) || b[i] != '{' {
@@ -136,8 +136,9 @@ func readCapsule(b []byte, cf *capsuleFields) bool {
 // stop (as for an unknown key), and the key's bit (0 for keys that may
 // repeat). members returns the offsets after the object and of its
 // closing brace, and the bits seen; -1, -1 when the object is not read to
-// its end or a bit is seen twice.
-func members(b []byte, i int, member func(key []byte, value int) (int, uint8)) (end, closing int, seen uint8) {
+// its end or a bit is seen twice. Once the bits seen are stop (not 0), it
+// returns at once: the offset after that member, closing -1.
+func members(b []byte, i int, stop uint8, member func(key []byte, value int) (int, uint8)) (end, closing int, seen uint8) {
 	if i+1 >= len(b) || b[i] != '{' {
 		return -1, -1, 0
 	}
@@ -152,6 +153,9 @@ func members(b []byte, i int, member func(key []byte, value int) (int, uint8)) (
 			return -1, -1, seen
 		}
 		seen |= bit
+		if stop != 0 && seen == stop {
+			return end, -1, seen
+		}
 		switch b[end] {
 		case ',':
 			i = end + 1

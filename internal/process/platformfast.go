@@ -164,13 +164,22 @@ func splicePlatform(out, b []byte, pf *platformFields, setID bool, id, dt string
 	return append(out, '}', '}')
 }
 
-// readPlatform reads a compact JSON object holding $schema (a string
-// without escapes) and meta (an object holding stream, a string without
-// escapes, and perhaps id, a string without escapes, and dt), each once,
-// and no http. Its other members are checked as compact JSON and skipped.
+// readPlatform reads a compact JSON object, ending in '}', up to its
+// members $schema (a string without escapes) and meta (an object holding
+// stream, a string without escapes, and perhaps id, a string without
+// escapes, and dt), each once, and no http before them. The members
+// before those are checked as compact JSON and skipped; the rest is not
+// read. It need not be: ValidJSON reads the whole spliced copy, whose
+// bytes outside meta are the client's, with only complete members
+// changed or added (meta's, an http at the end), so the copy is valid
+// JSON without duplicate keys exactly when the event is (a second meta,
+// $schema or http after them is a duplicate key).
 func readPlatform(b []byte, pf *platformFields) bool {
 	*pf = platformFields{idStart: -1, idEnd: -1, dtStart: -1, dtEnd: -1, metaEnd: -1}
-	end, _, seen := members(b, 0, func(key []byte, i int) (end int, bit uint8) {
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return false
+	}
+	end, _, seen := members(b, 0, 3, func(key []byte, i int) (end int, bit uint8) {
 		switch string(key) {
 		case "$schema":
 			pf.schema, end = plainString(b, i)
@@ -182,13 +191,13 @@ func readPlatform(b []byte, pf *platformFields) bool {
 		}
 		return valueEnd(b, i), 0
 	})
-	return end == len(b) && seen == 3
+	return end > 0 && seen == 3
 }
 
 // readMeta reads the meta object at b[i] into pf and returns the offset
 // after it, or -1.
 func readMeta(b []byte, i int, pf *platformFields) int {
-	end, closing, seen := members(b, i, func(key []byte, i int) (end int, bit uint8) {
+	end, closing, seen := members(b, i, 0, func(key []byte, i int) (end int, bit uint8) {
 		switch string(key) {
 		case "stream":
 			pf.stream, end = plainString(b, i)

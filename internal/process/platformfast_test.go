@@ -134,6 +134,19 @@ var platformEdgeCases = []string{
 	`{"$schema":"/test/event/1.0.0","meta":{"stream":"test.event"}`,
 	`{"$schema":"/test/event/1.0.0","meta":{"stream":"test.event"},}`,
 	`[{"$schema":"/test/event/1.0.0","meta":{"stream":"test.event"}}]`,
+	// After $schema and meta the fast path reads nothing before
+	// ValidJSON reads the spliced copy: malformed or duplicate members
+	// there.
+	`{"$schema":"/test/event/1.0.0","meta":{META},"dt":"2026-11-30T12:00:00.000Z","action":"click","user_id":1,"session_id":"0123456789abcdef0123","page":{"id":42,"namespace":0,"title":"T"}}}`,
+	`{"$schema":"/test/event/1.0.0","meta":{META},"dt":"2026-11-30T12:00:00.000Z","action":"click","user_id":1,"session_id":"0123456789abcdef0123","page":{"id":42,"namespace":0,"title":"T"},}`,
+	`{"$schema":"/test/event/1.0.0","meta":{META},"dt":"2026-11-30T12:00:00.000Z","action":"click","user_id":1,"session_id":"0123456789abcdef0123","page":{"id":42,"namespace":0,"title":"T"},"x":"}`,
+	`{"$schema":"/test/event/1.0.0","meta":{META},"dt":"2026-11-30T12:00:00.000Z","action":"click","user_id":1,"session_id":"0123456789abcdef0123","page":{"id":42,"namespace":0,"title":"T"},"x":[1}`,
+	`{"$schema":"/test/event/1.0.0","meta":{META},"dt":"2026-11-30T12:00:00.000Z","action":"click","user_id":1,"session_id":"0123456789abcdef0123","page":{"id":42,"namespace":0,"title":"T","x":{}`,
+	`{"$schema":"/test/event/1.0.0","meta":{META},"dt":"2026-11-30T12:00:00.000Z","action":"click","user_id":1,"session_id":"0123456789abcdef0123","page":{"id":42,"namespace":0,"title":"T"},"http":{"client_ip":"6.6.6.6"}}`,
+	`{"$schema":"/test/event/1.0.0","meta":{META},"dt":"2026-11-30T12:00:00.000Z","action":"click","user_id":1,"session_id":"0123456789abcdef0123","page":{"id":42,"namespace":0,"title":"T"},"$schema":"/test/event/1.0.0"}`,
+	`{"$schema":"/analytics/edit_funnel/1.0.0","meta":{"stream":"analytics.edit_funnel"EF,"http":{"client_ip":"6.6.6.6"}}`,
+	`{"$schema":"/analytics/edit_funnel/1.0.0","meta":{"stream":"analytics.edit_funnel"EF,"x":"}`,
+	`{"$schema":"/analytics/edit_funnel/1.0.0","meta":{"stream":"analytics.edit_funnel"EF,"x":{"y":1}`,
 }
 
 func platformCases(tb testing.TB) [][]byte {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
-	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
@@ -16,9 +15,10 @@ import (
 // the schema declares "http", http.client_ip (per the IP policy) and the
 // user agent; then validates the whole event against $schema and routes it
 // to the stream's topic.
-func (p *Processor) buildPlatform(ctx context.Context, fl *lineformat.Fields, ev map[string]any, c *capsule.Capsule, memo *IPMemo) (route, *failure) {
+func (p *Processor) buildPlatform(ctx context.Context, s *scratch, ev map[string]any, c *capsule.Capsule) (route, *failure) {
+	fl := &s.fields
 	// Server fields only: an Event Platform event cannot set them.
-	if fail := p.serverFields(c, fl, nil, memo); fail != nil {
+	if fail := p.serverFields(c, fl, nil, s.ipMemo); fail != nil {
 		return route{}, fail
 	}
 	uri, ok := ev["$schema"].(string)
@@ -41,7 +41,7 @@ func (p *Processor) buildPlatform(ctx context.Context, fl *lineformat.Fields, ev
 	if !ok {
 		return route{}, invalid("/meta/stream", fmt.Sprintf("stream %q is not configured", name))
 	}
-	sch, err := p.res.ResolveURI(ctx, uri)
+	sch, err := p.resolveURI(ctx, s, uri)
 	switch {
 	case errors.Is(err, schema.ErrNotFound):
 		return route{}, labelled(name, processorFailure("unknown schema %s", uri))

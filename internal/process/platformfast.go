@@ -67,8 +67,8 @@ func (p *Processor) buildPlatformFast(ctx context.Context, fl *lineformat.Fields
 	if !known {
 		uri = string(pf.schema)
 	}
-	sch, err := p.res.ResolveURI(ctx, uri)
-	if err != nil {
+	sch, err := p.resolveURI(ctx, s, uri)
+	if err != nil || !sch.HasJSONFastPath() {
 		return route{}, false
 	}
 	if !known {
@@ -94,10 +94,25 @@ func (p *Processor) buildPlatformFast(ctx context.Context, fl *lineformat.Fields
 	}
 	s.out = splicePlatform(s.out[:0], b, &pf, setID, id, c.DT, sch.HasProperty("http"), c.ClientIP, c.UserAgent)
 	if !sch.ValidJSON(s.out) {
+		if cap(s.out) > maxPooledOutput {
+			s.out = nil // as value() does: a pooled scratch keeps no large buffer
+		}
 		return route{}, false
 	}
 	c.Schema, c.UUID = uri, id
 	return route{topics: []string{stream.Topic}, value: s.value(), label: stream.Name}, true
+}
+
+// resolveURI is ResolveURI, once per event: the general path, taken after
+// the fast path gave up, reuses the fast path's answer (a fetch that timed
+// out is not tried twice).
+func (p *Processor) resolveURI(ctx context.Context, s *scratch, uri string) (*schema.Schema, error) {
+	if r := &s.resolved; r.ok && r.uri == uri {
+		return r.sch, r.err
+	}
+	sch, err := p.res.ResolveURI(ctx, uri)
+	s.resolved = resolvedURI{uri: uri, sch: sch, err: err, ok: true}
+	return sch, err
 }
 
 // splicePlatform appends b to out with meta.dt's value replaced by dt

@@ -3,8 +3,10 @@ package process
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -284,5 +286,41 @@ func TestIPMemo(t *testing.T) {
 		if want := pp.fast.hasher.Hash(ip); memo.ip != ip || memo.hash != want {
 			t.Fatalf("memo %+v after %s", memo, ip)
 		}
+	}
+}
+
+// failingSource counts fetches and fails each, as a registry that times
+// out does (an error that is not "not found", so it is not cached).
+type failingSource struct{ fetches atomic.Int64 }
+
+func (f *failingSource) Fetch(context.Context, schema.ID) ([]byte, error) {
+	f.fetches.Add(1)
+	return nil, errors.New("registry timed out")
+}
+
+func (f *failingSource) FetchURI(context.Context, string) ([]byte, error) {
+	f.fetches.Add(1)
+	return nil, errors.New("registry timed out")
+}
+
+// TestPlatformResolvesOnce: when the fast path cannot resolve an event's
+// schema, the general path reports it without fetching it again (two
+// fetches would double the wait on a registry that times out).
+func TestPlatformResolvesOnce(t *testing.T) {
+	src := &failingSource{}
+	streams, err := NewStreams([]Stream{{Name: "test.event"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(schema.NewResolver(src, schema.ResolverConfig{}), nil, Config{Streams: streams, IPPolicy: IPDrop, ProcessorID: "p", Now: func() time.Time { return fixedNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res := p.ProcessEvent(context.Background(), matrixEvent(t, "event-valid.json"), platformMetas[0], nil)
+	if res.Valid() || !strings.Contains(res.Message, "registry timed out") {
+		t.Fatalf("result %+v, want the resolver's error", res)
+	}
+	if n := src.fetches.Load(); n != 1 {
+		t.Errorf("%d fetches of the schema for one event, want 1", n)
 	}
 }

@@ -96,6 +96,16 @@ type scratch struct {
 	// record processed with this scratch (never for pooled scratch).
 	borrow bool
 	ipMemo *IPMemo // ProcessEvent's Meta.IPMemo, for the event being processed
+	// resolved: the $schema URI resolved for the record being built, and
+	// the answer (resolveURI).
+	resolved resolvedURI
+}
+
+type resolvedURI struct {
+	uri string
+	sch *schema.Schema
+	err error
+	ok  bool
 }
 
 // knownNamed are the capsule fields a line format may carry by name.
@@ -298,6 +308,7 @@ func processorFailure(format string, args ...any) *failure {
 // returns its route, or the failure (c then holds what was learnt, for the
 // EventError's schema and revision).
 func (p *Processor) build(ctx context.Context, s *scratch, c *capsule.Capsule) (route, *failure) {
+	defer func() { s.resolved = resolvedURI{} }() // no schema kept in a pooled scratch
 	fl := &s.fields
 	if r, ok := p.buildFast(ctx, fl, c, s); ok {
 		return r, nil
@@ -319,7 +330,7 @@ func (p *Processor) build(ctx context.Context, s *scratch, c *capsule.Capsule) (
 		return route{}, processorFailure("decode capsule JSON: capsule is %s, not an object", schema.JSONKind(v))
 	}
 	if _, platform := client["$schema"]; platform {
-		return p.buildPlatform(ctx, fl, client, c, s.ipMemo)
+		return p.buildPlatform(ctx, s, client, c)
 	}
 
 	var viol []capsule.Violation

@@ -23,6 +23,10 @@ import (
 // the decoder (whose limit, capsule.MaxDecodeDepth, is higher).
 const maxJSONDepth = 128
 
+// HasJSONFastPath reports whether ValidJSON can ever say valid: false
+// when the schema uses a keyword the fast path lacks.
+func (s *Schema) HasJSONFastPath() bool { return s.fast != nil }
+
 // ValidJSON reports whether b is certainly the compact JSON text of one
 // value (RFC 8259 grammar, UTF-8, no whitespace outside strings, no
 // duplicate object key at any depth) that Validate would accept once

@@ -103,6 +103,12 @@ type uriCache struct {
 // URI. The source must implement [URISource]. Errors are those of
 // [Resolver.Resolve]; unknown and invalid schemas are cached negatively for
 // NegativeTTL. The schema's ID has the path as Name and Revision 0.
+//
+// Schemas are cached by their canonical path ([Path]) only: URIs that
+// name one path in other ways (a full URL, another host, a query, an
+// extension) share its entry, so clients cannot grow the cache beyond the
+// schemas there are by varying the string. Such a URI is reduced to its
+// path on each call; the canonical form is found at once.
 func (r *Resolver) ResolveURI(ctx context.Context, uri string) (*Schema, error) {
 	r.uriOnce.Do(func() {
 		r.uris = &uriCache{schemas: map[string]*Schema{}, negative: map[string]negativeEntry{}}
@@ -112,6 +118,13 @@ func (r *Resolver) ResolveURI(ctx context.Context, uri string) (*Schema, error) 
 	s, ok := c.schemas[uri]
 	neg, negOK := c.negative[uri]
 	c.mu.RUnlock()
+	if !ok && !negOK {
+		if p, err := Path(uri); err == nil && p != uri {
+			c.mu.RLock()
+			s, ok = c.schemas[p]
+			c.mu.RUnlock()
+		}
+	}
 	if ok {
 		r.metrics.inc(hitOf)
 		return s, nil
@@ -136,7 +149,7 @@ func (r *Resolver) ResolveURI(ctx context.Context, uri string) (*Schema, error) 
 		return nil, err
 	}
 	c.mu.Lock()
-	c.schemas[uri] = s
+	c.schemas[s.ID().Name] = s // the canonical path (loadURI)
 	c.mu.Unlock()
 	return s, nil
 }

@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
-	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
@@ -34,10 +33,11 @@ type capsuleFields struct {
 
 // buildFast is build for the common record. ok false means "take the
 // general path" (c may then hold partial values: reset it).
-func (p *Processor) buildFast(ctx context.Context, fl *lineformat.Fields, c *capsule.Capsule, s *scratch) (route, bool) {
+func (p *Processor) buildFast(ctx context.Context, c *capsule.Capsule, s *scratch) (route, bool) {
 	if p.noFastPath {
 		return route{}, false
 	}
+	fl := &s.fields
 	var cf capsuleFields
 	if !readCapsuleTail(fl.Capsule, &cf) && !readCapsule(fl.Capsule, &cf) {
 		return route{}, false

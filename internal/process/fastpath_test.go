@@ -27,7 +27,7 @@ func TestFastPathTakesTheWorkload(t *testing.T) {
 			}
 			continue
 		}
-		_, ok := p.buildFast(ctx, &s.fields, &capsule.Capsule{Revision: -1}, s)
+		_, ok := p.buildFast(ctx, &capsule.Capsule{Revision: -1}, s)
 		if ok && !isValid {
 			t.Errorf("line %d: invalid, but the fast path accepts it", i+1)
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
-	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
@@ -40,10 +39,11 @@ type platformFields struct {
 // buildPlatformFast is buildPlatform for the common Event Platform event.
 // ok false means "take the general path" (c may then hold partial values:
 // reset it).
-func (p *Processor) buildPlatformFast(ctx context.Context, fl *lineformat.Fields, c *capsule.Capsule, s *scratch) (route, bool) {
+func (p *Processor) buildPlatformFast(ctx context.Context, c *capsule.Capsule, s *scratch) (route, bool) {
 	if p.noFastPath {
 		return route{}, false
 	}
+	fl := &s.fields
 	b := fl.Capsule
 	var pf platformFields
 	if !bytes.Contains(b, schemaKey) || !readPlatform(b, &pf) {

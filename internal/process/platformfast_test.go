@@ -202,7 +202,7 @@ func TestPlatformFastPathTaken(t *testing.T) {
 		s.fields.ClientIP, s.fields.HasClientIP = "198.51.100.7", true
 		s.fields.Named = append(s.fields.Named, lineformat.Field{Name: "recvFrom", Str: "intake1"}, lineformat.Field{Name: "seqId", Int: 42, IsInt: true}, lineformat.Field{Name: "userAgent", Str: "UA"})
 		c2 := &capsule.Capsule{Revision: -1}
-		r, ok := pp.fast.buildPlatformFast(context.Background(), &s.fields, c2, s)
+		r, ok := pp.fast.buildPlatformFast(context.Background(), c2, s)
 		if ok != c.fast {
 			t.Errorf("fast path taken = %v, want %v: %s", ok, c.fast, c.event)
 			continue

@@ -310,11 +310,11 @@ func processorFailure(format string, args ...any) *failure {
 func (p *Processor) build(ctx context.Context, s *scratch, c *capsule.Capsule) (route, *failure) {
 	defer func() { s.resolved = resolvedURI{} }() // no schema kept in a pooled scratch
 	fl := &s.fields
-	if r, ok := p.buildFast(ctx, fl, c, s); ok {
+	if r, ok := p.buildFast(ctx, c, s); ok {
 		return r, nil
 	}
 	*c = capsule.Capsule{Revision: -1}
-	if r, ok := p.buildPlatformFast(ctx, fl, c, s); ok {
+	if r, ok := p.buildPlatformFast(ctx, c, s); ok {
 		return r, nil
 	}
 	*c = capsule.Capsule{Revision: -1}

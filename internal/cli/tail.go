@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/kafka/embedded"
 	"github.com/eventlogging/eventlogging/internal/role"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 type tailFlags struct {
@@ -61,6 +63,13 @@ func runTail(ctx context.Context, args []string, e env) error {
 		StopAtEnd: f.fromBeginning && f.count > 0 && f.timeout == 0,
 		Logger:    slog.Default().With("component", "tail"),
 	}
+	// A following tail waits for a topic that does not exist yet: the
+	// processor makes a schema's topic with its first event, and a user
+	// who tails just after sending it must see it.
+	pc.WaitForTopics = !pc.StopAtEnd
+	pc.OnWait = func(missing []string) {
+		fmt.Fprintf(stderr, "tail: waiting for %s to exist (a topic is made with its first record; --timeout D or Ctrl-C to stop)\n", strings.Join(missing, ", "))
+	}
 	if f.grep != "" {
 		re, err := regexp.Compile(f.grep)
 		if err != nil {
@@ -93,6 +102,9 @@ func runTail(ctx context.Context, args []string, e env) error {
 		defer cancel()
 	}
 	printed, err := inspect.PrintRecords(ctx, pc, stdout)
+	if pc.StopAtEnd && errors.Is(err, kerr.UnknownTopicOrPartition) {
+		err = fmt.Errorf("%w (it is made with its first record: add --timeout D to wait for it)", err)
+	}
 	if pc.StopAtEnd && printed < f.count && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "tail: %d of %d records: the end of the topics (add --timeout D to wait for new ones)\n", printed, f.count)
 	}

@@ -24,6 +24,10 @@ type PrintConfig struct {
 	// StopAtEnd stops at the end of what the topics hold (see
 	// kafka.TailConfig).
 	StopAtEnd bool
+	// WaitForTopics waits for topics that do not exist yet, calling OnWait
+	// once with them (see kafka.TailConfig).
+	WaitForTopics bool
+	OnWait        func(missing []string)
 	// Pretty indents each value over several lines.
 	Pretty bool
 	// Schema and Grep select the records printed (zero: all): see
@@ -54,6 +58,8 @@ func PrintRecords(ctx context.Context, cfg PrintConfig, w io.Writer) (int, error
 		Topics:        cfg.Topics,
 		FromBeginning: cfg.FromBeginning,
 		StopAtEnd:     cfg.StopAtEnd,
+		WaitForTopics: cfg.WaitForTopics,
+		OnWait:        cfg.OnWait,
 		OnStart:       func() { log.Info("tailing", "topics", cfg.Topics, "from", from, "brokers", cfg.Kafka.Brokers) },
 	}
 	var line bytes.Buffer

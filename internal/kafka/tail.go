@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,6 +30,16 @@ type TailConfig struct {
 	// them as they come; a record may then be read up to FetchMaxWait
 	// after it was written.
 	Bulk bool
+	// WaitForTopics waits for topics that do not exist yet, until ctx
+	// ends, instead of failing: a topic is made with its first record, and
+	// a reader started just before that record must not miss it. A topic
+	// that appears while Tail waits is read from its beginning (every
+	// record in it was produced after Tail started). Ignored with
+	// StopAtEnd, where a missing topic is an error.
+	WaitForTopics bool
+	// OnWait, if set, is called once with the missing topics when Tail
+	// starts waiting for them (WaitForTopics).
+	OnWait func(missing []string)
 	// OnStart, if set, is called once the start offsets are fixed, before
 	// the first record: every record produced after it returns is
 	// delivered (when not FromBeginning, nothing produced before Tail was
@@ -50,7 +61,8 @@ var ErrStopTail = errors.New("stop tail")
 // added to a topic after the start are not read. fn is never called once
 // ctx is done. Tail returns nil when ctx is done or fn returned ErrStopTail,
 // fn's error otherwise, or the error that prevented it from starting (such
-// as a missing topic).
+// as a missing topic, wrapping kerr.UnknownTopicOrPartition; with
+// WaitForTopics, the same error when ctx ends before the topic exists).
 func Tail(ctx context.Context, cfg TailConfig, fn func(Record) error) error {
 	if len(cfg.Topics) == 0 {
 		return errors.New("kafka tail: no topics")
@@ -60,7 +72,7 @@ func Tail(ctx context.Context, cfg TailConfig, fn func(Record) error) error {
 	}
 	offsets, ends, err := tailOffsets(ctx, cfg)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 			return nil
 		}
 		return err
@@ -135,7 +147,8 @@ func Tail(ctx context.Context, cfg TailConfig, fn func(Record) error) error {
 type partitionBounds struct{ start, end int64 }
 
 // tailOffsets lists the partitions of the topics and where to start each,
-// and their start and end offsets now.
+// and their start and end offsets now. With WaitForTopics (and not
+// StopAtEnd) it waits for missing topics to appear.
 func tailOffsets(ctx context.Context, cfg TailConfig) (map[string]map[int32]kgo.Offset, map[string]map[int32]partitionBounds, error) {
 	cl, err := NewClient(cfg.Kafka)
 	if err != nil {
@@ -143,43 +156,92 @@ func tailOffsets(ctx context.Context, cfg TailConfig) (map[string]map[int32]kgo.
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(ctx, cfg.Topics...)
+	wait := cfg.WaitForTopics && !cfg.StopAtEnd
+	offsets := make(map[string]map[int32]kgo.Offset, len(cfg.Topics))
+	bounds := make(map[string]map[int32]partitionBounds, len(cfg.Topics))
+	topics := cfg.Topics
+	fromStart := cfg.FromBeginning
+	delay := 100 * time.Millisecond
+	waited := false
+	for {
+		missing, err := listTailOffsets(ctx, adm, cfg, topics, fromStart, offsets, bounds)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(missing) == 0 {
+			return offsets, bounds, nil
+		}
+		if !wait {
+			return nil, nil, fmt.Errorf("kafka tail: topic %s does not exist: %w", missing[0], kerr.UnknownTopicOrPartition)
+		}
+		if !waited && cfg.OnWait != nil {
+			cfg.OnWait(missing)
+		}
+		waited = true
+		// Every record of a topic made from now on was produced after
+		// Tail started: read the late ones from their beginning.
+		topics, fromStart = missing, true
+		select {
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("kafka tail: topic %s does not exist (stopped waiting for it: %w): %w", missing[0], context.Cause(ctx), kerr.UnknownTopicOrPartition)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// listTailOffsets fills offsets and bounds for topics (reading each from
+// its start with fromStart) and returns those that do not exist.
+func listTailOffsets(ctx context.Context, adm *kadm.Client, cfg TailConfig, topics []string, fromStart bool, offsets map[string]map[int32]kgo.Offset, bounds map[string]map[int32]partitionBounds) ([]string, error) {
+	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kafka tail: list offsets of %v: %w", cfg.Topics, err)
+		return nil, fmt.Errorf("kafka tail: list offsets of %v: %w", topics, err)
 	}
 	var starts kadm.ListedOffsets
 	if cfg.FromBeginning && cfg.StopAtEnd {
-		if starts, err = adm.ListStartOffsets(ctx, cfg.Topics...); err != nil {
-			return nil, nil, fmt.Errorf("kafka tail: list offsets of %v: %w", cfg.Topics, err)
+		if starts, err = adm.ListStartOffsets(ctx, topics...); err != nil {
+			return nil, fmt.Errorf("kafka tail: list offsets of %v: %w", topics, err)
 		}
 	}
-	offsets := make(map[string]map[int32]kgo.Offset, len(cfg.Topics))
-	bounds := make(map[string]map[int32]partitionBounds, len(cfg.Topics))
-	for _, t := range cfg.Topics {
+	var missing []string
+	for _, t := range topics {
 		ps, ok := ends[t]
 		if !ok {
-			return nil, nil, fmt.Errorf("kafka tail: topic %s: no partitions", t)
+			return nil, fmt.Errorf("kafka tail: topic %s: no partitions", t)
 		}
-		offsets[t] = make(map[int32]kgo.Offset, len(ps))
-		bounds[t] = make(map[int32]partitionBounds, len(ps))
+		if unknownTopic(ps) {
+			missing = append(missing, t)
+			continue
+		}
+		to := make(map[int32]kgo.Offset, len(ps))
+		tb := make(map[int32]partitionBounds, len(ps))
 		for p, lo := range ps {
-			if errors.Is(lo.Err, kerr.UnknownTopicOrPartition) {
-				return nil, nil, fmt.Errorf("kafka tail: topic %s does not exist: %w", t, lo.Err)
-			}
 			if lo.Err != nil {
-				return nil, nil, fmt.Errorf("kafka tail: topic %s: %w", t, lo.Err)
+				return nil, fmt.Errorf("kafka tail: topic %s: %w", t, lo.Err)
 			}
 			b := partitionBounds{end: lo.Offset}
 			if so, ok := starts.Lookup(t, p); ok && so.Err == nil {
 				b.start = so.Offset
 			}
-			bounds[t][p] = b
-			if cfg.FromBeginning {
-				offsets[t][p] = kgo.NewOffset().AtStart()
+			tb[p] = b
+			if fromStart {
+				to[p] = kgo.NewOffset().AtStart()
 			} else {
-				offsets[t][p] = kgo.NewOffset().At(lo.Offset)
+				to[p] = kgo.NewOffset().At(lo.Offset)
 			}
 		}
+		offsets[t], bounds[t] = to, tb
 	}
-	return offsets, bounds, nil
+	return missing, nil
+}
+
+// unknownTopic reports whether the listing of a topic's partitions says the
+// topic does not exist.
+func unknownTopic(ps map[int32]kadm.ListedOffset) bool {
+	for _, lo := range ps {
+		if errors.Is(lo.Err, kerr.UnknownTopicOrPartition) {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -180,4 +181,58 @@ func newTestClient(t *testing.T, brokers []string, extra ...kgo.Opt) *kgo.Client
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// TestTailWaitsForTopic: with WaitForTopics, a topic made after Tail
+// started is read from its beginning once it appears, and a topic that
+// existed is read from where Tail started; when ctx ends first, the error
+// says the topic does not exist. StopAtEnd does not wait.
+func TestTailWaitsForTopic(t *testing.T) {
+	ctx, brokers, cl := startTailCluster(t)
+	produceValues(ctx, t, cl, "t", "before")
+	waiting := make(chan []string, 1)
+	cfg := TailConfig{Kafka: Config{Brokers: brokers}, Topics: []string{"t", "late"}, WaitForTopics: true,
+		OnWait: func(missing []string) { waiting <- missing }}
+	var got []string
+	done := make(chan error, 1)
+	go func() {
+		done <- Tail(ctx, cfg, func(r Record) error {
+			got = append(got, r.Topic+":"+string(r.Value))
+			if len(got) == 3 {
+				return ErrStopTail
+			}
+			return nil
+		})
+	}()
+	select {
+	case missing := <-waiting:
+		if !slices.Equal(missing, []string{"late"}) {
+			t.Fatalf("OnWait(%q), want [late]", missing)
+		}
+	case err := <-done:
+		t.Fatalf("Tail returned %v before waiting", err)
+	}
+	produceValues(ctx, t, cl, "t", "meanwhile")
+	if err := NewTopics(cl, TopicDefaults{Partitions: 2}).Ensure(ctx, "late"); err != nil {
+		t.Fatal(err)
+	}
+	produceValues(ctx, t, cl, "late", "first", "second")
+	if err := <-done; err != nil {
+		t.Fatalf("Tail = %v", err)
+	}
+	slices.Sort(got)
+	if want := []string{"late:first", "late:second", "t:meanwhile"}; !slices.Equal(got, want) {
+		t.Fatalf("read %q, want %q", got, want)
+	}
+
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	cfg = TailConfig{Kafka: Config{Brokers: brokers}, Topics: []string{"never"}, WaitForTopics: true}
+	if err := Tail(short, cfg, func(Record) error { return nil }); !errors.Is(err, kerr.UnknownTopicOrPartition) || !strings.Contains(err.Error(), "topic never does not exist") {
+		t.Fatalf("Tail of a topic that never comes = %v, want UnknownTopicOrPartition", err)
+	}
+	cfg.FromBeginning, cfg.StopAtEnd = true, true
+	if err := Tail(ctx, cfg, func(Record) error { return nil }); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("bounded Tail of a missing topic = %v, want UnknownTopicOrPartition at once", err)
+	}
 }

@@ -253,14 +253,72 @@ func TestTailCommandNoBroker(t *testing.T) {
 		t.Fatalf("after the broker stopped: exit %d, stderr %q", code, stderr.String())
 	}
 
-	// A topic that does not exist.
+	// A topic that does not exist: tail waits for it, saying so, and
+	// exits 1 when the timeout comes first.
 	_, topic := embeddedTopic(t, dir)
 	stderr.Reset()
-	if code := cli.Run([]string{"tail", "--data-dir", dir, topic, "nope"}, nil, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "topic nope does not exist") {
+	if code := cli.Run([]string{"tail", "--data-dir", dir, "--timeout", "1s", topic, "nope"}, nil, &stdout, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), "tail: waiting for nope to exist") || !strings.Contains(stderr.String(), "topic nope does not exist") {
 		t.Fatalf("missing topic: exit %d, stderr %q", code, stderr.String())
+	}
+	// The bounded read does not wait, and says how to.
+	stderr.Reset()
+	if code := cli.Run([]string{"tail", "--data-dir", dir, "--from-beginning", "--count", "1", "nope"}, nil, &stdout, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), "topic nope does not exist") || !strings.Contains(stderr.String(), "add --timeout D to wait for it") {
+		t.Fatalf("missing topic, bounded read: exit %d, stderr %q", code, stderr.String())
 	}
 	if stdout.Len() != 0 {
 		t.Fatalf("stdout %q, want nothing", stdout.String())
+	}
+}
+
+// TestTailCommandWaitsForTopic is the impatient path: tail started before
+// a schema's topic exists (the processor makes it with its first event)
+// prints that first event, and the records produced meanwhile to the
+// topics that did exist.
+func TestTailCommandWaitsForTopic(t *testing.T) {
+	dir := t.TempDir()
+	emb, topic := embeddedTopic(t, dir)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	const late = "eventlogging_Late"
+	var stdout bytes.Buffer
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run([]string{"tail", "--data-dir", dir, "--count", "2", "--timeout", "50s", topic, late}, nil, &stdout, &stderr)
+	}()
+	for !strings.Contains(stderr.String(), "waiting for "+late) {
+		select {
+		case code := <-done:
+			t.Fatalf("tail exited with %d before waiting:\n%s", code, stderr.String())
+		case <-ctx.Done():
+			t.Fatalf("tail did not say it waits:\n%s", stderr.String())
+		case <-time.After(10 * time.Millisecond): // poll interval
+		}
+	}
+	produceTail(ctx, t, emb.Brokers(), topic, `{"schema":"Meanwhile","n":1}`)
+	cl, err := kafka.NewClient(kafka.Config{Brokers: emb.Brokers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := kafka.NewTopics(cl, kafka.TopicDefaults{}).Ensure(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	produceTail(ctx, t, emb.Brokers(), late, `{"schema":"Late","n":2}`)
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("tail did not print the late topic's first record:\n%s", stderr.String())
+	}
+	got := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	slices.Sort(got)
+	if want := []string{`{"schema":"Late","n":2}`, `{"schema":"Meanwhile","n":1}`}; !slices.Equal(got, want) {
+		t.Fatalf("printed %q, want %q", got, want)
 	}
 }
 

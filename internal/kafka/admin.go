@@ -175,6 +175,23 @@ func checkCompacted(ctx context.Context, adm *kadm.Client, topic, why string) er
 // broker that answers to learn of a topic just created.
 const configsPropagation = 15 * time.Second
 
+// RetryWhilePropagating calls fn until it returns an error other than
+// UNKNOWN_TOPIC_OR_PARTITION, or nil, for up to 15 seconds (then it returns
+// that error): the window in which a topic just created (EnsureTopic) is
+// not yet known to every broker of a cluster. ctx bounds the waits.
+func RetryWhilePropagating(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(configsPropagation)
+	for {
+		err := fn()
+		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) || time.Now().After(deadline) {
+			return err
+		}
+		if werr := waitABit(ctx); werr != nil {
+			return err
+		}
+	}
+}
+
 // describeTopicConfigs returns topic's configuration. A topic just created
 // is known to the controller and its partitions' leaders before every
 // broker has its metadata: in a cluster, the broker that answers may say
@@ -182,21 +199,16 @@ const configsPropagation = 15 * time.Second
 // 3-broker cluster at start-up). That answer is retried for up to
 // configsPropagation; any other error is returned at once.
 func describeTopicConfigs(ctx context.Context, adm *kadm.Client, topic string) (kadm.ResourceConfig, error) {
-	deadline := time.Now().Add(configsPropagation)
-	for {
+	var rc kadm.ResourceConfig
+	err := RetryWhilePropagating(ctx, func() error {
 		rcs, err := adm.DescribeTopicConfigs(ctx, topic)
-		var rc kadm.ResourceConfig
-		if err == nil {
-			rc, err = rcs.On(topic, nil)
-			if err == nil {
-				err = rc.Err
-			}
+		if err != nil {
+			return err
 		}
-		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) || time.Now().After(deadline) {
-			return rc, err
+		if rc, err = rcs.On(topic, nil); err != nil {
+			return err
 		}
-		if werr := waitABit(ctx); werr != nil {
-			return rc, err
-		}
-	}
+		return rc.Err
+	})
+	return rc, err
 }

@@ -173,19 +173,29 @@ func (s *Store) bounds(ctx context.Context) (start, end int64, err error) {
 // keyOffset returns the key partition's offset that list (the admin
 // client's ListStartOffsets or ListEndOffsets, which: "start" or "end")
 // reports.
+//
+// A topic EnsureTopic has just created may be unknown, for a moment, to
+// the broker that answers (a cluster's metadata propagates): that answer is
+// retried (kafka.RetryWhilePropagating) rather than failing the processor's
+// start.
 func (s *Store) keyOffset(ctx context.Context, which string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (int64, error) {
-	offsets, err := list(ctx, s.topic)
+	var offset int64
+	err := kafka.RetryWhilePropagating(ctx, func() error {
+		offsets, err := list(ctx, s.topic)
+		if err != nil {
+			return err
+		}
+		o, ok := offsets.Lookup(s.topic, keyPartition)
+		if !ok {
+			return errors.New("topic or partition not found (EnsureTopic creates it)")
+		}
+		offset = o.Offset
+		return o.Err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("kafka: key store: %s offset of %s: %w", which, s.topic, err)
 	}
-	o, ok := offsets.Lookup(s.topic, keyPartition)
-	if !ok {
-		return 0, fmt.Errorf("kafka: key store: %s offset of %s: topic or partition not found (EnsureTopic creates it)", which, s.topic)
-	}
-	if o.Err != nil {
-		return 0, fmt.Errorf("kafka: key store: %s offset of %s: %w", which, s.topic, o.Err)
-	}
-	return o.Offset, nil
+	return offset, nil
 }
 
 // apply adds one consumed record to the entries, with compaction semantics:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/testsupport"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -251,5 +253,45 @@ func keyStoreSuite(t *testing.T, seeds []string, topic string, compact func()) {
 		if err := again.Init(ctx); err != nil || again.Current().Hash(testIP) != h0 {
 			t.Fatalf("after compaction a new processor does not hash like the others (err %v)", err)
 		}
+	}
+}
+
+// TestKeyOffsetWhileTopicPropagates: a key topic just created may be
+// unknown for a moment to the broker that answers (seen on the 3-broker
+// cluster: the processor exited at start with UNKNOWN_TOPIC_OR_PARTITION);
+// keyOffset retries that answer, and returns any other error at once.
+func TestKeyOffsetWhileTopicPropagates(t *testing.T) {
+	s := &Store{topic: "k"}
+	calls := 0
+	listed := func(err error, offset int64) kadm.ListedOffsets {
+		return kadm.ListedOffsets{"k": {keyPartition: {Topic: "k", Partition: keyPartition, Offset: offset, Err: err}}}
+	}
+	unknownTwice := func(context.Context, ...string) (kadm.ListedOffsets, error) {
+		calls++
+		if calls <= 2 {
+			return listed(kerr.UnknownTopicOrPartition, 0), nil
+		}
+		return listed(nil, 7), nil
+	}
+	if off, err := s.keyOffset(t.Context(), "end", unknownTwice); err != nil || off != 7 || calls != 3 {
+		t.Fatalf("keyOffset = %d, %v after %d calls; want 7, nil after 3", off, err, calls)
+	}
+	calls = 0
+	other := func(context.Context, ...string) (kadm.ListedOffsets, error) {
+		calls++
+		return listed(kerr.NotLeaderForPartition, 0), nil
+	}
+	if _, err := s.keyOffset(t.Context(), "end", other); !errors.Is(err, kerr.NotLeaderForPartition) || calls != 1 {
+		t.Fatalf("keyOffset = %v after %d calls; want NOT_LEADER_FOR_PARTITION at once", err, calls)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	calls = 0
+	always := func(context.Context, ...string) (kadm.ListedOffsets, error) {
+		calls++
+		return listed(kerr.UnknownTopicOrPartition, 0), nil
+	}
+	if _, err := s.keyOffset(ctx, "end", always); !errors.Is(err, kerr.UnknownTopicOrPartition) || calls != 1 {
+		t.Fatalf("keyOffset with ctx done = %v after %d calls; want UNKNOWN_TOPIC_OR_PARTITION at once", err, calls)
 	}
 }

@@ -78,7 +78,17 @@ type Server struct {
 	seq     atomic.Int64
 	mux     *http.ServeMux
 	refusal logThrottle // one "refusing events" line per interval
+	cors    []string    // the Access-Control-Allow-Origin value, shared (see headerValue)
 }
+
+// headerValue is a header's value for rw.Header()[key] = v, shared by every
+// response instead of Header().Set's allocation each time. Its capacity is
+// its length, so a later Header().Add on the same key copies rather than
+// writes into it; net/http only reads it.
+func headerValue(v string) []string { return []string{v}[:1:1] }
+
+// jsonContentType is the Content-Type of the JSON answers.
+var jsonContentType = headerValue("application/json")
 
 // NewServer builds the handlers; it starts nothing.
 func NewServer(w *Writer, val Validator, streams Streams, cfg Config) (*Server, error) {
@@ -119,7 +129,7 @@ func NewServer(w *Writer, val Validator, streams Streams, cfg Config) (*Server, 
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, w: w, val: val, streams: streams, log: cfg.Logger, mux: http.NewServeMux(), refusal: logThrottle{every: 10 * time.Second}}
+	s := &Server{cfg: cfg, w: w, val: val, streams: streams, log: cfg.Logger, mux: http.NewServeMux(), refusal: logThrottle{every: 10 * time.Second}, cors: headerValue(cfg.CORSOrigin)}
 	for _, p := range []string{"/beacon/event", "/beacon/event.gif", "/event.gif"} {
 		s.mux.HandleFunc("GET "+p, s.beacon)
 	}
@@ -144,7 +154,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			writeError(rw, http.StatusInternalServerError, "internal error")
 		}
 	}()
-	rw.Header().Set("Access-Control-Allow-Origin", s.cfg.CORSOrigin)
+	rw.Header()["Access-Control-Allow-Origin"] = s.cors
 	s.mux.ServeHTTP(rw, r)
 }
 
@@ -211,11 +221,12 @@ type PostResponse struct {
 func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 	m := s.cfg.Metrics
 	route := "post"
-	if hasty, _ := strconv.ParseBool(r.URL.Query().Get("hasty")); hasty {
-		route = "hasty"
+	if r.URL.RawQuery != "" { // most POSTs have none: no map to parse
+		if hasty, _ := strconv.ParseBool(r.URL.Query().Get("hasty")); hasty {
+			route = "hasty"
+		}
 	}
-	ct := r.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); ct != "" && (err != nil || (mt != "application/json" && mt != "text/plain")) {
+	if ct := r.Header.Get("Content-Type"); !jsonOrText(ct) {
 		writeError(rw, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q: send application/json or text/plain", ct))
 		return
 	}
@@ -282,6 +293,18 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 		code = http.StatusMultiStatus
 	}
 	writePost(rw, code, &resp)
+}
+
+// jsonOrText reports whether a POST's Content-Type is accepted: none,
+// application/json or text/plain, with any parameters. The common exact
+// values are matched without mime.ParseMediaType's allocation.
+func jsonOrText(ct string) bool {
+	switch ct {
+	case "", "application/json", "text/plain", "application/json; charset=utf-8", "text/plain;charset=UTF-8":
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || mt == "text/plain")
 }
 
 // readBody reads r's body, of at most limit bytes, into one buffer of the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -424,4 +425,20 @@ func benchBeaconHTTP(b *testing.B, ti *testIntake) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// TestJSONOrText: the shortcut for common Content-Types answers as
+// mime.ParseMediaType does.
+func TestJSONOrText(t *testing.T) {
+	ref := func(ct string) bool {
+		mt, _, err := mime.ParseMediaType(ct)
+		return ct == "" || (err == nil && (mt == "application/json" || mt == "text/plain"))
+	}
+	for _, ct := range []string{"", "application/json", "text/plain", "application/json; charset=utf-8", "text/plain;charset=UTF-8",
+		"APPLICATION/JSON", "application/json;charset=utf-8", "text/plain; charset=x", "application/jsonx", "application/xml",
+		"multipart/form-data; boundary=x", "application/json; bad", "application/json;", " application/json", "text/", "json"} {
+		if got, want := jsonOrText(ct), ref(ct); got != want {
+			t.Errorf("jsonOrText(%q) = %v, want %v", ct, got, want)
+		}
+	}
 }

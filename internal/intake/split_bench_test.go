@@ -148,3 +148,48 @@ func BenchmarkPostWorkload(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*10)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkPostPlatform10 is the whole POST handler on the peer matrix's
+// 10-event body (testdata/peer-matrix: ten copies of its valid Event
+// Platform event, 408 bytes each, the test.event stream), with a producer
+// that acknowledges at once: the intake's own CPU and allocations per
+// request of the matrix's 10-event cells, without franz-go, a broker or
+// the HTTP server.
+func BenchmarkPostPlatform10(b *testing.B) {
+	ev, err := os.ReadFile("../../testdata/peer-matrix/event-valid.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev = bytes.TrimSpace(ev)
+	body := []byte("[" + strings.TrimSuffix(strings.Repeat(string(ev)+",", 10), ",") + "]")
+	q, err := spool.Open(b.TempDir(), spool.Config{MaxBytes: 64 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = q.Close() })
+	streams, err := process.NewStreams([]process.Stream{{Name: "test.event", SchemaTitle: "test/event"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	res := schema.NewResolver(schema.NewDirSource("../../testdata/peer-matrix/schemas"), schema.ResolverConfig{})
+	proc, err := process.New(res, iphash.NewHasher(iphash.SHA256, []byte("k")), process.Config{Streams: streams, IPPolicy: process.IPHash})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := NewServer(NewWriter(ackAll{}, q, WriterConfig{}), proc, nil, Config{RecvFrom: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		rw := httptest.NewRecorder()
+		r := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/v1/events", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		srv.ServeHTTP(rw, r)
+		if rw.Code != http.StatusCreated {
+			b.Fatalf("status %d: %s", rw.Code, rw.Body)
+		}
+	}
+	b.ReportMetric(float64(b.N*10)/b.Elapsed().Seconds(), "events/s")
+}

@@ -18,7 +18,7 @@ import (
 func (p *Processor) buildPlatform(ctx context.Context, s *scratch, ev map[string]any, c *capsule.Capsule) (route, *failure) {
 	fl := &s.fields
 	// Server fields only: an Event Platform event cannot set them.
-	if fail := p.serverFields(c, fl, nil, s.ipMemo); fail != nil {
+	if fail := p.serverFields(c, fl, nil, s.ipMemo, true); fail != nil {
 		return route{}, fail
 	}
 	uri, ok := ev["$schema"].(string)
@@ -101,9 +101,9 @@ func (p *Processor) buildPlatform(ctx context.Context, s *scratch, ev map[string
 		if err != nil {
 			return route{}, labelled(name, processorFailure("stream %q: %v", name, err))
 		}
-		return route{topics: []string{stream.Topic}, value: value, label: name}, nil
+		return route{topic: stream.Topic, value: value, label: name}, nil
 	}
-	return route{topics: []string{stream.Topic}, value: capsule.AppendValue(make([]byte, 0, len(fl.Capsule)+256), ev), label: name}, nil
+	return route{topic: stream.Topic, value: capsule.AppendValue(make([]byte, 0, len(fl.Capsule)+256), ev), label: name}, nil
 }
 
 // AvroEncoder encodes a validated event with the latest Avro schema of a

@@ -77,18 +77,20 @@ func (p *Processor) buildPlatformFast(ctx context.Context, c *capsule.Capsule, s
 	if stream.SchemaTitle != "" && sch.Title() != stream.SchemaTitle {
 		return route{}, false
 	}
-	if fail := p.serverFields(c, fl, nil, s.ipMemo); fail != nil {
+	// meta.id: the client's when it sent a non-empty one (metaID), else
+	// the event's uuid, computed only then.
+	n := pf.idEnd - pf.idStart - 2
+	clientID := pf.idStart >= 0 && n > 0
+	if clientID && n > maxMetaID {
 		return route{}, false
 	}
-	// meta.id: the client's when it sent a non-empty one (metaID), else
-	// the event's uuid.
+	if fail := p.serverFields(c, fl, nil, s.ipMemo, !clientID); fail != nil {
+		return route{}, false
+	}
 	var id string
-	setID := true
-	if n := pf.idEnd - pf.idStart - 2; pf.idStart >= 0 && n > 0 {
-		if n > maxMetaID {
-			return route{}, false
-		}
-		id, setID = string(b[pf.idStart+1:pf.idEnd-1]), false
+	setID := !clientID
+	if clientID {
+		id = string(b[pf.idStart+1 : pf.idEnd-1])
 	} else {
 		id = capsule.Hyphenated(c.UUID)
 	}
@@ -100,7 +102,7 @@ func (p *Processor) buildPlatformFast(ctx context.Context, c *capsule.Capsule, s
 		return route{}, false
 	}
 	c.Schema, c.UUID = uri, id
-	return route{topics: []string{stream.Topic}, value: s.value(), label: stream.Name}, true
+	return route{topic: stream.Topic, value: s.value(), label: stream.Name}, true
 }
 
 // resolveURI is ResolveURI, once per event: the general path, taken after

@@ -249,6 +249,10 @@ func (p *Processor) finish(ctx context.Context, s *scratch, raw []byte, line *ra
 		return out, Result{UUID: c.UUID, Code: fail.code, Message: fail.message, Errors: fail.violations}
 	}
 	p.cfg.Metrics.count(r.label, "")
+	if r.topics == nil {
+		out = append(out, Output{Topic: r.topic, Value: r.value})
+		return out, Result{UUID: c.UUID, Topic: r.topic}
+	}
 	for _, t := range r.topics {
 		out = append(out, Output{Topic: t, Value: r.value})
 	}
@@ -257,6 +261,9 @@ func (p *Processor) finish(ctx context.Context, s *scratch, raw []byte, line *ra
 
 // route is where a valid record goes: the same value in every topic.
 type route struct {
+	// topic is the only topic when topics is nil (an Event Platform
+	// stream's: no slice to allocate per event).
+	topic  string
 	topics []string
 	value  []byte
 	label  string // the schema (legacy) or stream (Event Platform), for metrics
@@ -388,7 +395,7 @@ func (p *Processor) build(ctx context.Context, s *scratch, c *capsule.Capsule) (
 	}
 	c.Event = event
 
-	if fail := p.serverFields(c, fl, client, s.ipMemo); fail != nil {
+	if fail := p.serverFields(c, fl, client, s.ipMemo, true); fail != nil {
 		return route{}, fail
 	}
 	if nameOK && revOK {
@@ -439,7 +446,11 @@ func secondsOf(n int64) int64 {
 
 // serverFields fills recvFrom, seqId, timestamp, dt, userAgent, clientIp and
 // uuid from the line and (per policy) the client capsule.
-func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, client map[string]any, memo *IPMemo) *failure {
+//
+// wantUUID false skips computing c.UUID (left empty), for an event whose
+// uuid is the client's own (an Event Platform meta.id); every check is made
+// as with true.
+func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, client map[string]any, memo *IPMemo, wantUUID bool) *failure {
 	var haveRecv, haveSeq, haveTS bool
 	if fl.HasTimestamp {
 		c.Timestamp, haveTS = fl.Timestamp, true
@@ -530,7 +541,9 @@ func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, clie
 	}
 	switch {
 	case haveTS:
-		c.UUID = capsule.UUID(c.RecvFrom, c.SeqID, c.Timestamp)
+		if wantUUID {
+			c.UUID = capsule.UUID(c.RecvFrom, c.SeqID, c.Timestamp)
+		}
 		if c.DT == "" {
 			c.DT = p.dt.format(c.Timestamp)
 		}
@@ -540,7 +553,9 @@ func (p *Processor) serverFields(c *capsule.Capsule, fl *lineformat.Fields, clie
 			return processorFailure("dt %q is not an ISO-8601 time: %v", c.DT, err)
 		}
 		c.Timestamp = t.Unix()
-		c.UUID = capsule.UUIDFromDT(c.RecvFrom, c.SeqID, c.DT)
+		if wantUUID {
+			c.UUID = capsule.UUIDFromDT(c.RecvFrom, c.SeqID, c.DT)
+		}
 	default:
 		return processorFailure("cannot compute uuid: no timestamp or dt in the line or the capsule")
 	}

@@ -460,6 +460,9 @@ func textEqual(text []byte, t jsonType, s any) (match, sure bool) {
 // integerText reports whether the number text has no fraction, and whether
 // it is sure ("1.0" is an integer, "1e3" is not judged).
 func integerText(text []byte) (isInt, sure bool) {
+	if _, ok := smallInt(text); ok {
+		return true, true
+	}
 	dot := bytes.IndexByte(text, '.')
 	if bytes.ContainsAny(text, "eE") {
 		return false, false
@@ -475,6 +478,40 @@ func integerText(text []byte) (isInt, sure bool) {
 	return true, true
 }
 
+// smallInt parses an optional '-' and 1 to 18 digits (which cannot
+// overflow an int64); false for anything else.
+func smallInt(text []byte) (int64, bool) {
+	neg := len(text) > 0 && text[0] == '-'
+	if neg {
+		text = text[1:]
+	}
+	if len(text) == 0 || len(text) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range text {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// cmpInt is -1, 0 or 1 as a is below, equal to or above b.
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // plainInt64 parses an optional '-' and digits that fit an int64.
 func plainInt64(text []byte) (int64, bool) {
 	s := unsafe.String(unsafe.SliceData(text), len(text))
@@ -488,7 +525,13 @@ func plainInt64(text []byte) (int64, bool) {
 // compareText compares the number text with the integer bound b exactly,
 // when it can: text without an exponent, b an int64.
 func compareText(text []byte, b *bound) (cmp int, sure bool) {
-	if !b.isInt || bytes.ContainsAny(text, "eE") {
+	if !b.isInt {
+		return 0, false
+	}
+	if v, ok := smallInt(text); ok { // most numbers: no parse, no scan for an exponent
+		return cmpInt(v, b.i), true
+	}
+	if bytes.ContainsAny(text, "eE") {
 		return 0, false
 	}
 	neg := text[0] == '-'

@@ -67,7 +67,7 @@ func (p *Processor) buildFast(ctx context.Context, c *capsule.Capsule, s *scratc
 	if cf.hasWebHost {
 		c.WebHost = p.hosts.get(cf.webHost)
 	}
-	if fail := p.serverFields(c, fl, nil, s.ipMemo); fail != nil {
+	if fail := p.serverFields(c, fl, nil, s.ipMemo, true); fail != nil {
 		return route{}, false
 	}
 	t := p.topicsFor(c.Schema, c.Revision)

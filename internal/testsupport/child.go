@@ -17,7 +17,10 @@ import (
 func StartChild(t testing.TB, test string, env ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+test+"$", "-test.v")
-	cmd.Env = append(os.Environ(), env...)
+	// The child's temporary directories go under the parent's: a child
+	// killed with SIGKILL cannot remove them, the parent's cleanup does.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	cmd.Env = append(cmd.Env, env...)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out // one writer: exec serialises its writes
 	if err := cmd.Start(); err != nil {

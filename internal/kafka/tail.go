@@ -163,15 +163,22 @@ func tailOffsets(ctx context.Context, cfg TailConfig) (map[string]map[int32]kgo.
 	fromStart := cfg.FromBeginning
 	delay := 100 * time.Millisecond
 	waited := false
+	var lastErr error // of a listing while waiting
 	for {
 		missing, err := listTailOffsets(ctx, adm, cfg, topics, fromStart, offsets, bounds)
-		if err != nil {
+		if err == nil {
+			lastErr = nil
+		}
+		switch {
+		case err != nil && !waited:
 			return nil, nil, err
-		}
-		if len(missing) == 0 {
+		case err != nil:
+			// While a topic is being made its partitions may have no
+			// leader yet, and a listing can fail as ctx ends: wait on.
+			missing, lastErr = topics, err
+		case len(missing) == 0:
 			return offsets, bounds, nil
-		}
-		if !wait {
+		case !wait:
 			return nil, nil, fmt.Errorf("kafka tail: topic %s does not exist: %w", missing[0], kerr.UnknownTopicOrPartition)
 		}
 		if !waited && cfg.OnWait != nil {
@@ -183,7 +190,11 @@ func tailOffsets(ctx context.Context, cfg TailConfig) (map[string]map[int32]kgo.
 		topics, fromStart = missing, true
 		select {
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("kafka tail: topic %s does not exist (stopped waiting for it: %w): %w", missing[0], context.Cause(ctx), kerr.UnknownTopicOrPartition)
+			last := ""
+			if lastErr != nil && !errors.Is(lastErr, context.Canceled) && !errors.Is(lastErr, context.DeadlineExceeded) {
+				last = fmt.Sprintf("; last listing error: %v", lastErr)
+			}
+			return nil, nil, fmt.Errorf("kafka tail: topic %s does not exist (stopped waiting for it: %w%s): %w", missing[0], context.Cause(ctx), last, kerr.UnknownTopicOrPartition)
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, time.Second)
@@ -209,7 +220,7 @@ func listTailOffsets(ctx context.Context, adm *kadm.Client, cfg TailConfig, topi
 		if !ok {
 			return nil, fmt.Errorf("kafka tail: topic %s: no partitions", t)
 		}
-		if unknownTopic(ps) {
+		if unknownTopic(ps, fromStart) {
 			missing = append(missing, t)
 			continue
 		}
@@ -236,10 +247,16 @@ func listTailOffsets(ctx context.Context, adm *kadm.Client, cfg TailConfig, topi
 }
 
 // unknownTopic reports whether the listing of a topic's partitions says the
-// topic does not exist.
-func unknownTopic(ps map[int32]kadm.ListedOffset) bool {
-	for _, lo := range ps {
-		if errors.Is(lo.Err, kerr.UnknownTopicOrPartition) {
+// topic does not exist: kadm's entry for partition -1 (the metadata does not
+// know the topic). With anyPartition, for a topic that will be read from
+// its beginning anyway, a partition whose leader does not know it yet, or
+// that has no leader yet, counts too: the topic is being made.
+func unknownTopic(ps map[int32]kadm.ListedOffset, anyPartition bool) bool {
+	for p, lo := range ps {
+		switch {
+		case p == -1 && errors.Is(lo.Err, kerr.UnknownTopicOrPartition):
+			return true
+		case anyPartition && (errors.Is(lo.Err, kerr.UnknownTopicOrPartition) || errors.Is(lo.Err, kerr.LeaderNotAvailable) || errors.Is(lo.Err, kerr.NotLeaderForPartition)):
 			return true
 		}
 	}

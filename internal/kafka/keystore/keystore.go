@@ -187,6 +187,11 @@ func (s *Store) keyOffset(ctx context.Context, which string, list func(context.C
 		}
 		o, ok := offsets.Lookup(s.topic, keyPartition)
 		if !ok {
+			// kadm reports a topic the answering broker does not know
+			// as partition -1.
+			if e, ok := offsets[s.topic][-1]; ok && e.Err != nil {
+				return e.Err
+			}
 			return errors.New("topic or partition not found (EnsureTopic creates it)")
 		}
 		offset = o.Offset

@@ -276,6 +276,19 @@ func TestKeyOffsetWhileTopicPropagates(t *testing.T) {
 	if off, err := s.keyOffset(t.Context(), "end", unknownTwice); err != nil || off != 7 || calls != 3 {
 		t.Fatalf("keyOffset = %d, %v after %d calls; want 7, nil after 3", off, err, calls)
 	}
+	// As kadm answers when the metadata does not know the topic: an entry
+	// for partition -1 only.
+	calls = 0
+	topicUnknownTwice := func(context.Context, ...string) (kadm.ListedOffsets, error) {
+		calls++
+		if calls <= 2 {
+			return kadm.ListedOffsets{"k": {-1: {Topic: "k", Partition: -1, Err: kerr.UnknownTopicOrPartition}}}, nil
+		}
+		return listed(nil, 9), nil
+	}
+	if off, err := s.keyOffset(t.Context(), "end", topicUnknownTwice); err != nil || off != 9 || calls != 3 {
+		t.Fatalf("keyOffset (topic unknown to the metadata) = %d, %v after %d calls; want 9, nil after 3", off, err, calls)
+	}
 	calls = 0
 	other := func(context.Context, ...string) (kadm.ListedOffsets, error) {
 		calls++

@@ -30,7 +30,11 @@ func TestSubjectOfKey(t *testing.T) {
 // TestWatch: Watch waits for the log to exist, then reports the subject of
 // every schema record written after it started, and nothing else.
 func TestWatch(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	// One partition, as the registry's log has (EnsureTopic): records of
+	// different subjects are then in the order they were written. (kfake
+	// auto-creates 10 partitions by default, where two subjects have no
+	// order between them.)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1))
 	if err != nil {
 		t.Fatal(err)
 	}

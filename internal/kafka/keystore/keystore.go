@@ -11,10 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventlogging/eventlogging/internal/iphash"
@@ -43,6 +45,8 @@ type Store struct {
 	cl    *kgo.Client
 	adm   *kadm.Client
 	log   *slog.Logger
+
+	ensured atomic.Bool // EnsureTopic succeeded: the topic exists
 
 	mu        sync.Mutex // serialises Load, guards the fields below
 	consuming bool       // the partition was added to the client
@@ -100,6 +104,7 @@ func (s *Store) EnsureTopic(ctx context.Context, replicationFactor int16) error 
 	if err := kafka.EnsureCompactedTopic(ctx, s.cl, s.topic, replicationFactor, "keys expire and processors stop agreeing on them", s.log); err != nil {
 		return fmt.Errorf("kafka: key store: %w", err)
 	}
+	s.ensured.Store(true)
 	return nil
 }
 
@@ -175,12 +180,17 @@ func (s *Store) bounds(ctx context.Context) (start, end int64, err error) {
 // reports.
 //
 // A topic EnsureTopic has just created may be unknown, for a moment, to
-// the broker that answers (a cluster's metadata propagates): that answer is
-// retried (kafka.RetryWhilePropagating) rather than failing the processor's
-// start.
+// the broker that answers (a cluster's metadata propagates): once
+// EnsureTopic has succeeded that answer is retried
+// (kafka.RetryWhilePropagating) rather than failing the processor's start.
+// Before, a missing topic is reported at once as not found.
 func (s *Store) keyOffset(ctx context.Context, which string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (int64, error) {
 	var offset int64
-	err := kafka.RetryWhilePropagating(ctx, func() error {
+	retry := kafka.RetryWhilePropagating
+	if !s.ensured.Load() {
+		retry = func(_ context.Context, fn func() error) error { return fn() }
+	}
+	err := retry(ctx, func() error {
 		offsets, err := list(ctx, s.topic)
 		if err != nil {
 			return err
@@ -197,6 +207,9 @@ func (s *Store) keyOffset(ctx context.Context, which string, list func(context.C
 		offset = o.Offset
 		return o.Err
 	})
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return 0, fmt.Errorf("kafka: key store: %s offset of %s: topic not found (EnsureTopic creates it): %w", which, s.topic, err)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("kafka: key store: %s offset of %s: %w", which, s.topic, err)
 	}

@@ -263,6 +263,16 @@ func keyStoreSuite(t *testing.T, seeds []string, topic string, compact func()) {
 func TestKeyOffsetWhileTopicPropagates(t *testing.T) {
 	s := &Store{topic: "k"}
 	calls := 0
+	// Before EnsureTopic: a missing topic is not found at once.
+	missing := func(context.Context, ...string) (kadm.ListedOffsets, error) {
+		calls++
+		return kadm.ListedOffsets{"k": {-1: {Topic: "k", Partition: -1, Err: kerr.UnknownTopicOrPartition}}}, nil
+	}
+	if _, err := s.keyOffset(t.Context(), "end", missing); !errors.Is(err, kerr.UnknownTopicOrPartition) || !strings.Contains(err.Error(), "not found") || calls != 1 {
+		t.Fatalf("keyOffset before EnsureTopic = %v after %d calls; want topic not found at once", err, calls)
+	}
+	s.ensured.Store(true) // as EnsureTopic does
+	calls = 0
 	listed := func(err error, offset int64) kadm.ListedOffsets {
 		return kadm.ListedOffsets{"k": {keyPartition: {Topic: "k", Partition: keyPartition, Offset: offset, Err: err}}}
 	}

@@ -17,7 +17,7 @@ func FuzzSplitBody(f *testing.F) {
 	}
 	s := &Server{cfg: Config{MaxBatchEvents: 1000}}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		events, status, msg := s.split(body)
+		events, status, msg := s.split(body, nil)
 		switch {
 		case status != 0:
 			if status != http.StatusBadRequest && status != http.StatusRequestEntityTooLarge {

@@ -61,7 +61,7 @@ func FuzzPost(f *testing.F) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil {
 			t.Fatalf("answer %q is not JSON: %v", rec.Body, err)
 		}
-		events, splitStatus, _ := ti.srv.split(body)
+		events, splitStatus, _ := ti.srv.split(body, nil)
 		switch {
 		case rec.Code == 415:
 			if answer.Status != 415 || answer.Error == "" {

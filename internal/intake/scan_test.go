@@ -136,7 +136,7 @@ func TestScanBodyCountsPastMaxElems(t *testing.T) {
 		t.Fatalf("ok %v, %d counted, %d kept; want true, %d, 1000", ok, count, len(elems), n)
 	}
 	s := &Server{cfg: Config{MaxBatchEvents: 1000}}
-	if _, status, msg := s.split(body); status != http.StatusRequestEntityTooLarge || msg != "1000000 events in one request exceed the limit of 1000" {
+	if _, status, msg := s.split(body, nil); status != http.StatusRequestEntityTooLarge || msg != "1000000 events in one request exceed the limit of 1000" {
 		t.Fatalf("split: %d %q", status, msg)
 	}
 	for _, limit := range []int{0, 1, 2, 3} {

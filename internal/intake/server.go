@@ -230,7 +230,15 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q: send application/json or text/plain", ct))
 		return
 	}
-	body, err := readBody(rw, r, s.cfg.MaxBodyBytes)
+	// The body and the records' values are in pooled buffers, returned
+	// when the handler ends: by then every record is acknowledged, failed
+	// or spooled (a copy), and the answer is written.
+	bodyBuf := getBuf(bodyReadSize(r, s.cfg.MaxBodyBytes))
+	defer putBuf(bodyBuf)
+	ps := postScratches.Get().(*postScratch)
+	defer ps.release()
+	body, err := readBodyInto(rw, r, s.cfg.MaxBodyBytes, bodyBuf.b)
+	bodyBuf.b = body
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		m.receive(route, 1)
@@ -243,7 +251,8 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusBadRequest, "reading body: "+err.Error())
 		return
 	}
-	events, status, msg := s.split(body)
+	events, status, msg := s.split(body, ps.events[:0])
+	ps.events = events
 	if status != 0 {
 		m.receive(route, 1)
 		reason := reasonMalformed
@@ -260,10 +269,18 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The events of a request share its client IP: hashed once (IPMemo).
-	meta := process.Meta{RecvFrom: s.cfg.RecvFrom, Received: time.Now(), ClientIP: s.ip(r), UserAgent: r.UserAgent(), IPMemo: new(process.IPMemo)}
-	resp := PostResponse{Events: make([]EventResult, len(events))}
-	// Room for each event's topic and the mixed topic: one allocation.
-	outs := make([]process.Output, 0, 2*len(events))
+	// Their records' values go in one arena (Meta.Arena), about the size
+	// of the body and the fields the server adds.
+	arena := getBuf(2*len(body) + 256*len(events))
+	defer putBuf(arena)
+	meta := process.Meta{RecvFrom: s.cfg.RecvFrom, Received: time.Now(), ClientIP: s.ip(r), UserAgent: r.UserAgent(), IPMemo: &ps.memo, Arena: &arena.b}
+	resp := PostResponse{Events: ps.resultsFor(len(events))}
+	// Room for each event's topic and the mixed topic.
+	outs := ps.outs[:0]
+	if cap(outs) < 2*len(events) {
+		outs = make([]process.Output, 0, 2*len(events))
+	}
+	defer func() { ps.outs = outs }()
 	for i, ev := range events {
 		meta.SeqID = s.seq.Add(1)
 		var res process.Result
@@ -292,7 +309,9 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 	case resp.Invalid > 0:
 		code = http.StatusMultiStatus
 	}
-	writePost(rw, code, &resp)
+	// Every record is acknowledged or spooled: the arena is free again,
+	// for the answer.
+	writePost(rw, code, &resp, arena.b[:0])
 }
 
 // jsonOrText reports whether a POST's Content-Type is accepted: none,
@@ -316,12 +335,22 @@ func jsonOrText(ct string) bool {
 // that declares megabytes and sends them slowly, or never, holds no more
 // memory than it has sent.
 func readBody(rw http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	rd := http.MaxBytesReader(rw, r.Body, limit)
-	size := 512
+	return readBodyInto(rw, r, limit, make([]byte, 0, bodyReadSize(r, limit)))
+}
+
+// bodyReadSize is the buffer readBody starts with for r.
+func bodyReadSize(r *http.Request, limit int64) int {
 	if n := r.ContentLength; n > 0 {
-		size = int(min(n, limit, readAhead)) + 1 // + 1: room to read the end
+		return int(min(n, limit, readAhead)) + 1 // + 1: room to read the end
 	}
-	b := make([]byte, 0, size)
+	return 512
+}
+
+// readBodyInto is readBody into b (whose length is ignored), which grows
+// if the body does not fit.
+func readBodyInto(rw http.ResponseWriter, r *http.Request, limit int64, b []byte) ([]byte, error) {
+	rd := http.MaxBytesReader(rw, r.Body, limit)
+	b = b[:0]
 	for {
 		n, err := rd.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -366,19 +395,19 @@ func (s *Server) hasty(rw http.ResponseWriter, r *http.Request, events [][]byte)
 
 // split checks a POST body and returns its events as JSON texts, or an HTTP
 // status and message for a body that is not one event or an array of them.
-func (s *Server) split(body []byte) ([][]byte, int, string) {
+func (s *Server) split(body []byte, dst [][]byte) ([][]byte, int, string) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, http.StatusBadRequest, "empty body: send one JSON event or an array of events"
 	}
 	// Each event is decoded once, by the processor: here the body is only
 	// checked and split into the events' own bytes, in one pass.
-	top, events, count, ok := scanBody(body, capsule.MaxDecodeDepth, s.cfg.MaxBatchEvents, nil)
+	top, events, count, ok := scanBody(body, capsule.MaxDecodeDepth, s.cfg.MaxBatchEvents, dst)
 	if !ok {
 		return nil, http.StatusBadRequest, whyRefused(body)
 	}
 	switch top {
 	case '{':
-		return [][]byte{body}, 0, ""
+		return append(dst[:0], body), 0, ""
 	case '[':
 		if count == 0 {
 			return nil, http.StatusBadRequest, "empty array: send at least one event"

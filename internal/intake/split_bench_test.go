@@ -32,7 +32,7 @@ func BenchmarkPostBatch10(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		events, status, msg := ti.srv.split(body)
+		events, status, msg := ti.srv.split(body, nil)
 		if status != 0 {
 			b.Fatal(msg)
 		}
@@ -95,7 +95,7 @@ func BenchmarkSplitWorkload(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		events, status, msg := s.split(bodies[i%len(bodies)])
+		events, status, msg := s.split(bodies[i%len(bodies)], nil)
 		if status != 0 || len(events) != 10 {
 			b.Fatalf("%d events, %d %s", len(events), status, msg)
 		}
@@ -156,30 +156,9 @@ func BenchmarkPostWorkload(b *testing.B) {
 // request of the matrix's 10-event cells, without franz-go, a broker or
 // the HTTP server.
 func BenchmarkPostPlatform10(b *testing.B) {
-	ev, err := os.ReadFile("../../testdata/peer-matrix/event-valid.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ev = bytes.TrimSpace(ev)
+	ev := matrixEvent(b)
 	body := []byte("[" + strings.TrimSuffix(strings.Repeat(string(ev)+",", 10), ",") + "]")
-	q, err := spool.Open(b.TempDir(), spool.Config{MaxBytes: 64 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = q.Close() })
-	streams, err := process.NewStreams([]process.Stream{{Name: "test.event", SchemaTitle: "test/event"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	res := schema.NewResolver(schema.NewDirSource("../../testdata/peer-matrix/schemas"), schema.ResolverConfig{})
-	proc, err := process.New(res, iphash.NewHasher(iphash.SHA256, []byte("k")), process.Config{Streams: streams, IPPolicy: process.IPHash})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := NewServer(NewWriter(ackAll{}, q, WriterConfig{}), proc, nil, Config{RecvFrom: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := newPlatformServer(b, ackAll{})
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -192,4 +171,39 @@ func BenchmarkPostPlatform10(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*10)/b.Elapsed().Seconds(), "events/s")
+}
+
+// matrixEvent returns the peer matrix's valid test event.
+func matrixEvent(tb testing.TB) []byte {
+	tb.Helper()
+	ev, err := os.ReadFile("../../testdata/peer-matrix/event-valid.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bytes.TrimSpace(ev)
+}
+
+// newPlatformServer is an intake for the peer matrix's stream and schema
+// (testdata/peer-matrix), writing through prod.
+func newPlatformServer(tb testing.TB, prod Producer) *Server {
+	tb.Helper()
+	q, err := spool.Open(tb.TempDir(), spool.Config{MaxBytes: 64 << 20})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = q.Close() })
+	streams, err := process.NewStreams([]process.Stream{{Name: "test.event", SchemaTitle: "test/event"}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res := schema.NewResolver(schema.NewDirSource("../../testdata/peer-matrix/schemas"), schema.ResolverConfig{})
+	proc, err := process.New(res, iphash.NewHasher(iphash.SHA256, []byte("k")), process.Config{Streams: streams, IPPolicy: process.IPHash})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := NewServer(NewWriter(prod, q, WriterConfig{}), proc, nil, Config{RecvFrom: "test"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return srv
 }

@@ -76,14 +76,24 @@ func (p *Processor) buildFast(ctx context.Context, c *capsule.Capsule, s *scratc
 	return route{topics: t.list, value: s.value(), label: name}, true
 }
 
-// value is the fast path's output: out itself when borrowed, else a copy
-// (out is then kept for the next record, unless it grew large).
+// value is the fast path's output: out itself when borrowed, else a copy,
+// in the arena when there is one (out is then kept for the next record,
+// unless it grew large).
 func (s *scratch) value() []byte {
 	if s.borrow {
 		return s.out
 	}
-	value := make([]byte, len(s.out))
-	copy(value, s.out)
+	var value []byte
+	if s.arena != nil {
+		a := *s.arena
+		start := len(a)
+		a = append(a, s.out...)
+		*s.arena = a
+		value = a[start:len(a):len(a)] // an append to it cannot reach the next value
+	} else {
+		value = make([]byte, len(s.out))
+		copy(value, s.out)
+	}
 	if cap(s.out) > maxPooledOutput {
 		s.out = nil
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/iphash"
@@ -323,4 +324,56 @@ func TestPlatformResolvesOnce(t *testing.T) {
 	if n := src.fetches.Load(); n != 1 {
 		t.Errorf("%d fetches of the schema for one event, want 1", n)
 	}
+}
+
+// TestArena: events processed with an arena (as the intake processes a
+// request's events) get the outputs they get without it, their values in
+// the arena one after another, each capped so that an append to one
+// cannot write over the next; an arena too small grows without moving
+// the values already in it.
+func TestArena(t *testing.T) {
+	pp := newPlatformPair(t)
+	ctx := context.Background()
+	cases := platformCases(t)
+	for _, size := range []int{0, 64 << 10} {
+		arena := make([]byte, 0, size)
+		var got, want []Output
+		for i, ev := range cases {
+			m := Meta{RecvFrom: "intake1", SeqID: int64(i), Received: fixedNow, ClientIP: "198.51.100.7", UserAgent: "UA"}
+			want, _ = pp.fast.ProcessEvent(ctx, ev, m, want)
+			m.Arena = &arena
+			got, _ = pp.fast.ProcessEvent(ctx, ev, m, got)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("arena of %d bytes: %d outputs, want %d", size, len(got), len(want))
+		}
+		inArena := 0
+		for i := range got {
+			if got[i].Topic != want[i].Topic || !bytes.Equal(got[i].Value, want[i].Value) {
+				t.Fatalf("arena of %d bytes, output %d:\n%s\nwithout:\n%s", size, i, got[i].Value, want[i].Value)
+			}
+			if within(got[i].Value, arena) {
+				inArena++
+			}
+			_ = append(got[i].Value, "XXXX"...) // must not reach the next value
+		}
+		for i := range got {
+			if !bytes.Equal(got[i].Value, want[i].Value) {
+				t.Fatalf("arena of %d bytes: output %d changed by an append to the one before", size, i)
+			}
+		}
+		if size > 0 && inArena == 0 {
+			t.Fatalf("arena of %d bytes: no value in it", size)
+		}
+	}
+}
+
+// within reports whether v's bytes lie inside arena's.
+func within(v, arena []byte) bool {
+	if len(v) == 0 || len(arena) == 0 {
+		return false
+	}
+	a0 := uintptr(unsafe.Pointer(unsafe.SliceData(arena)))
+	v0 := uintptr(unsafe.Pointer(unsafe.SliceData(v)))
+	return v0 >= a0 && v0+uintptr(len(v)) <= a0+uintptr(len(arena))
 }

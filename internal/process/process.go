@@ -96,6 +96,7 @@ type scratch struct {
 	// record processed with this scratch (never for pooled scratch).
 	borrow bool
 	ipMemo *IPMemo // ProcessEvent's Meta.IPMemo, for the event being processed
+	arena  *[]byte // ProcessEvent's Meta.Arena, for the event being processed
 	// resolved: the $schema URI resolved for the record being built, and
 	// the answer (resolveURI).
 	resolved resolvedURI
@@ -177,6 +178,11 @@ type Meta struct {
 	// processed with the same memo: the events of one request share
 	// their IP, which is then hashed once. Nil: hashed for each event.
 	IPMemo *IPMemo
+	// Arena, when set, receives the values of the fast paths' records,
+	// appended to it (it may move; earlier values stay where they were),
+	// instead of one allocation each. The caller must not write to the
+	// arena's bytes while the records' values are in use.
+	Arena *[]byte
 }
 
 // IPMemo holds the hash of one client IP (Meta.IPMemo), for the events of
@@ -212,9 +218,9 @@ func (r Result) Valid() bool { return r.Code == "" }
 // same event read from a raw topic, and reports the outcome.
 func (p *Processor) ProcessEvent(ctx context.Context, event []byte, m Meta, out []Output) ([]Output, Result) {
 	s := p.scratch.Get().(*scratch)
-	s.ipMemo = m.IPMemo
+	s.ipMemo, s.arena = m.IPMemo, m.Arena
 	defer func() {
-		s.ipMemo = nil
+		s.ipMemo, s.arena = nil, nil
 		p.scratch.Put(s)
 	}()
 	fl := &s.fields

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"bytes"
-	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -153,10 +152,12 @@ func literal(b []byte, i int, lit string) int {
 func scanString(b []byte, i int) (end int, escaped bool) {
 	i++
 	for i < len(b) {
-		// Eight plain bytes at a time: no quote, backslash, control
-		// character or non-ASCII byte among them.
-		for i+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
+		// Plain bytes (printable ASCII but '"' and '\\') by a table: the
+		// strings of events are mostly short, where it beat a test of
+		// eight bytes at a time (BenchmarkProcessPlatform/fast 2,088-2,130 ns
+		// with it, 1,972-1,988 without).
+		for i < len(b) && plainByte[b[i]] {
+			i++
 		}
 		if i >= len(b) {
 			break
@@ -201,13 +202,14 @@ func scanString(b []byte, i int) (end int, escaped bool) {
 	return -1, escaped
 }
 
-// special8 reports whether some byte of x (eight bytes of a string) is a
-// quote, a backslash, a control character or not ASCII.
-func special8(x uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
-	return (zero(x^(ones*'"')) | zero(x^(ones*'\\')) | (x-ones*0x20)&^x&highs | x&highs) != 0
-}
+// plainByte[c] says that c stands for itself inside a JSON string:
+// printable ASCII but for '"' and '\\'.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'

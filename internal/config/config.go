@@ -244,6 +244,11 @@ type Intake struct {
 	// hasty POSTs answered before Kafka acknowledged them).
 	BufferRecords   int           `yaml:"buffer_records"`
 	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
+	// SyncLinger is how long the producer of synchronous POSTs waits for
+	// other requests' records before it sends a batch: a little gathers
+	// the records of concurrent requests into fewer produce requests
+	// (kafka.linger, 5 ms, is for the asynchronous produces). 0: none.
+	SyncLinger time.Duration `yaml:"sync_linger"`
 	// Ack is when beacons and hasty POSTs are answered: "buffered" (the
 	// default) once the record is in the producer buffer (or the spool);
 	// "kafka" once Kafka acknowledged it with acks=all (or it is fsync'd
@@ -283,7 +288,7 @@ type Kafka struct {
 	// ReplicationFactor of topics the pipeline creates (-1: broker default).
 	ReplicationFactor int16 `yaml:"replication_factor"`
 	// Linger of the producers' asynchronous produces (the intake's synchronous
-	// produces do not linger: a waiting client would wait it out).
+	// produces linger Intake.SyncLinger: a waiting client waits it out).
 	Linger time.Duration `yaml:"linger"`
 	// SessionTimeout of consumer group members.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
@@ -408,6 +413,7 @@ func Default() Config {
 			BufferRecords:   100_000,
 			Ack:             AckBuffered,
 			DeliveryTimeout: 15 * time.Second,
+			SyncLinger:      100 * time.Microsecond,
 		},
 		Registry: Registry{
 			Listen:               ":8081",
@@ -626,6 +632,9 @@ func (c *Config) validateIntake() error {
 	}
 	if in.DeliveryTimeout < time.Second {
 		return fmt.Errorf("config: intake.delivery_timeout: %s, want at least 1s", in.DeliveryTimeout)
+	}
+	if in.SyncLinger < 0 || in.SyncLinger > 100*time.Millisecond {
+		return fmt.Errorf("config: intake.sync_linger: %s, want 0 (none) to 100ms: every synchronous POST waits it out", in.SyncLinger)
 	}
 	if in.CanaryInterval < 0 || (in.CanaryInterval > 0 && in.CanaryInterval < time.Second) {
 		return fmt.Errorf("config: intake.canary_interval: %s, want 0 (off) or at least 1s", in.CanaryInterval)

@@ -69,8 +69,11 @@ func TestFullFileValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Kafka.Brokers) != 3 || c.Kafka.ReplicationFactor != 3 || len(c.Process.Inputs) != 2 || c.Kafka.Linger != 5*time.Millisecond {
+	if len(c.Kafka.Brokers) != 3 || c.Kafka.ReplicationFactor != 3 || len(c.Process.Inputs) != 2 || c.Kafka.Linger != 5*time.Millisecond || c.Intake.SyncLinger != 250*time.Microsecond {
 		t.Errorf("values not read: %+v", c)
+	}
+	if d := Default().Intake.SyncLinger; d != 100*time.Microsecond {
+		t.Errorf("default intake.sync_linger %s, want 100µs", d)
 	}
 }
 

@@ -21,6 +21,8 @@ type ProducerConfig struct {
 	// MaxBufferedRecords bounds the records held in memory awaiting
 	// delivery; default Kafka.MaxBufferedRecords (100,000).
 	MaxBufferedRecords int
+	// SyncLinger is the synchronous client's linger; 0: none.
+	SyncLinger time.Duration
 }
 
 // Producer sends records to Kafka: asynchronously into a bounded buffer, or
@@ -28,11 +30,13 @@ type ProducerConfig struct {
 // Safe for concurrent use.
 //
 // The two ways have a client each. The asynchronous one lingers
-// (Config.Linger) to fill batches; the synchronous one does not linger: a
-// caller waiting for its acknowledgement would otherwise wait the linger
-// out on every call (5 ms by default, most of a synchronous POST's
-// latency). It still batches under load, since records produced while its
-// requests are in flight (at most 5 a broker) go together in the next.
+// (Config.Linger) to fill batches; the synchronous one lingers only
+// ProducerConfig.SyncLinger (the intake's 100 µs by default): a caller
+// waiting for its acknowledgement waits the linger out on every call (5 ms
+// would be most of a synchronous POST's latency). It batches under load
+// anyway, since records produced while its requests are in flight (at
+// most 5 a broker) go together in the next; the short linger gathers the
+// records of concurrent requests into fewer produce requests.
 type Producer struct {
 	cl   *kgo.Client
 	sync *kgo.Client
@@ -50,7 +54,7 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if err != nil {
 		return nil, err
 	}
-	sync, err := NewClient(cfg.Kafka, kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout), kgo.ProducerLinger(0))
+	sync, err := NewClient(cfg.Kafka, kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout), kgo.ProducerLinger(cfg.SyncLinger))
 	if err != nil {
 		cl.Close()
 		return nil, err

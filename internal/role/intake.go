@@ -107,7 +107,7 @@ func newPipeline(ctx context.Context, c config.Config, d Deps) (*pipeline, error
 		}
 	}()
 	var err error
-	p.prod, err = kafka.NewProducer(kafka.ProducerConfig{Kafka: p.kc, DeliveryTimeout: c.Intake.DeliveryTimeout, MaxBufferedRecords: c.Intake.BufferRecords})
+	p.prod, err = kafka.NewProducer(kafka.ProducerConfig{Kafka: p.kc, DeliveryTimeout: c.Intake.DeliveryTimeout, MaxBufferedRecords: c.Intake.BufferRecords, SyncLinger: c.Intake.SyncLinger})
 	if err != nil {
 		return nil, err
 	}

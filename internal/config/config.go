@@ -244,10 +244,12 @@ type Intake struct {
 	// hasty POSTs answered before Kafka acknowledged them).
 	BufferRecords   int           `yaml:"buffer_records"`
 	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
-	// SyncLinger is how long the producer of synchronous POSTs waits for
-	// other requests' records before it sends a batch: a little gathers
-	// the records of concurrent requests into fewer produce requests
-	// (kafka.linger, 5 ms, is for the asynchronous produces). 0: none.
+	// SyncLinger is how long the intake's synchronous producer (synchronous
+	// POSTs, beacons and hasty POSTs with Ack "kafka", the spool's replay)
+	// waits for other requests' records before it sends a batch: a little
+	// gathers the records of concurrent requests into fewer produce
+	// requests (kafka.linger, 5 ms, is for the asynchronous produces).
+	// 0: none.
 	SyncLinger time.Duration `yaml:"sync_linger"`
 	// Ack is when beacons and hasty POSTs are answered: "buffered" (the
 	// default) once the record is in the producer buffer (or the spool);

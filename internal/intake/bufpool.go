@@ -17,6 +17,9 @@ const (
 	bufClasses  = 8  // 1 KiB, 2 KiB … 128 KiB
 )
 
+// maxPooledBuf is the size of the largest class.
+const maxPooledBuf = 1 << (minBufShift + bufClasses - 1)
+
 // bufPools[c] holds buffers of a capacity of at least 1 << (minBufShift+c)
 // bytes, and less than twice that.
 var bufPools [bufClasses]sync.Pool

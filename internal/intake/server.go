@@ -270,8 +270,13 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 	}
 	// The events of a request share its client IP: hashed once (IPMemo).
 	// Their records' values go in one arena (Meta.Arena), about the size
-	// of the body and the fields the server adds.
-	arena := getBuf(2*len(body) + 256*len(events))
+	// of the events and the fields the server adds; a pooled one at most
+	// (it grows as values are appended, if need be).
+	size := 0
+	for _, ev := range events {
+		size += len(ev) + 256
+	}
+	arena := getBuf(min(size, maxPooledBuf))
 	defer putBuf(arena)
 	meta := process.Meta{RecvFrom: s.cfg.RecvFrom, Received: time.Now(), ClientIP: s.ip(r), UserAgent: r.UserAgent(), IPMemo: &ps.memo, Arena: &arena.b}
 	resp := PostResponse{Events: ps.resultsFor(len(events))}

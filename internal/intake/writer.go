@@ -163,7 +163,16 @@ func (w *Writer) Deliver(ctx context.Context, msgs []kafka.Message) error {
 	if w.down.Load() || w.spool.Len() > 0 {
 		return w.toSpool(msgs)
 	}
-	sctx, cancel := context.WithTimeout(ctx, w.cfg.SyncTimeout)
+	if err := ctx.Err(); err != nil { // the client is gone already
+		return fmt.Errorf("intake: deliver: %w", err)
+	}
+	// The records are produced without the request's cancellation: the
+	// producer fails a whole batch by the context of its first record, so
+	// one client going away would fail the other requests' records in the
+	// same batch, and the writer would take that for Kafka failing and
+	// spool everything after it. The records of a client that went away
+	// meanwhile are written anyway (a retry has the same uuid).
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.SyncTimeout)
 	err := w.ensureTopics(sctx, msgs)
 	if err == nil {
 		err = w.prod.ProduceSync(sctx, msgs)

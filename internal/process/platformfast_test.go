@@ -362,8 +362,25 @@ func TestArena(t *testing.T) {
 				t.Fatalf("arena of %d bytes: output %d changed by an append to the one before", size, i)
 			}
 		}
-		if size > 0 && inArena == 0 {
-			t.Fatalf("arena of %d bytes: no value in it", size)
+		if size > 0 && inArena < 2 {
+			t.Fatalf("arena of %d bytes: %d values in it, want every fast path's", size, inArena)
+		}
+		// The scratch goes back to the pool without the arena: a raw
+		// line processed next with it writes elsewhere.
+		kept := bytes.Clone(arena)
+		line := append([]byte("?"), encodeURIComponent(cases[0])...)
+		line = append(line, ";\tcp1052.eqiad.wmnet\t220927819\t2019-10-21T14:00:00\t198.51.100.130\t\"UA\""...)
+		for range 4 {
+			if out := pp.fast.Process(ctx, pp.f, line, nil, nil); len(out) == 0 || within(out[0].Value, arena) {
+				t.Fatalf("arena of %d bytes: a raw line processed afterwards wrote into it", size)
+			}
+			out, _ := pp.fast.ProcessEvent(ctx, cases[0], Meta{Received: fixedNow}, nil)
+			if len(out) == 0 || within(out[0].Value, arena) {
+				t.Fatalf("arena of %d bytes: an event processed afterwards without it wrote into it", size)
+			}
+		}
+		if !bytes.Equal(arena, kept) || len(arena) != len(kept) {
+			t.Fatalf("arena of %d bytes changed after its request", size)
 		}
 	}
 }

@@ -99,9 +99,10 @@ func (st *stacks) pushVal(v any) {
 	st.vals[n] = v
 }
 
-// safeASCII[c] reports whether byte c stands for itself inside a string:
-// ASCII, not a control character, quote or backslash.
-var safeASCII = func() (t [256]bool) {
+// SafeASCII reports, at index c, whether byte c stands for itself inside a JSON
+// string: ASCII, not a control character, quote or backslash. The JSON
+// scanners of the intake and the schema walker use it too.
+var SafeASCII = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
@@ -339,7 +340,7 @@ func (d *decoder) str() (string, error) {
 	start := d.i + 1
 	i := start
 	for {
-		for i < len(s) && safeASCII[s[i]] {
+		for i < len(s) && SafeASCII[s[i]] {
 			i++
 		}
 		if i >= len(s) {
@@ -371,7 +372,7 @@ func (d *decoder) strEscaped(start, i int) (string, error) {
 	buf := append(scratch[:0], s[start:i]...)
 	for {
 		j := i
-		for i < len(s) && safeASCII[s[i]] {
+		for i < len(s) && SafeASCII[s[i]] {
 			i++
 		}
 		buf = append(buf, s[j:i]...)

@@ -41,7 +41,7 @@ func TestReadBody(t *testing.T) {
 			if !tt.declared {
 				r.ContentLength = -1
 			}
-			got, err := readBody(httptest.NewRecorder(), r, limit)
+			got, err := readBody(httptest.NewRecorder(), r, limit, nil)
 			var tooBig *http.MaxBytesError
 			switch {
 			case tt.tooBig:
@@ -61,7 +61,7 @@ func TestReadBody(t *testing.T) {
 // Content-Length is an error, not a shorter body.
 func TestReadBodyShortOfContentLength(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if _, err := readBody(rw, r, 1<<20); err != nil {
+		if _, err := readBody(rw, r, 1<<20, nil); err != nil {
 			rw.WriteHeader(http.StatusBadRequest)
 			return
 		}
@@ -97,7 +97,7 @@ func BenchmarkReadBody(b *testing.B) {
 		name string
 		read func(rw http.ResponseWriter, r *http.Request) ([]byte, error)
 	}{
-		{"readBody", func(rw http.ResponseWriter, r *http.Request) ([]byte, error) { return readBody(rw, r, 1<<20) }},
+		{"readBody", func(rw http.ResponseWriter, r *http.Request) ([]byte, error) { return readBody(rw, r, 1<<20, nil) }},
 		{"io.ReadAll", func(rw http.ResponseWriter, r *http.Request) ([]byte, error) {
 			return io.ReadAll(http.MaxBytesReader(rw, r.Body, 1<<20))
 		}},
@@ -126,7 +126,7 @@ func TestReadBodyBoundsReadAhead(t *testing.T) {
 	r.ContentLength = 4 << 20
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	b, err := readBody(httptest.NewRecorder(), r, 4<<20)
+	b, err := readBody(httptest.NewRecorder(), r, 4<<20, nil)
 	runtime.ReadMemStats(&after)
 	if err != nil || string(b) != `[{"a":1}]` {
 		t.Fatalf("%q, %v", b, err)

@@ -1,15 +1,10 @@
 package intake
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
 
-// plainString[c] says that c stands for itself inside a JSON string and
-// needs no other check: printable ASCII but for '"' and '\\'.
-var plainString = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
+	"github.com/eventlogging/eventlogging/internal/capsule"
+)
 
 // isHex[c] says that c is a hexadecimal digit.
 var isHex = func() (t [256]bool) {
@@ -175,7 +170,7 @@ func scanString(b []byte, i int) (int, bool) {
 	n := len(b)
 	for i++; i < n; {
 		c := b[i]
-		if plainString[c] {
+		if capsule.SafeASCII[c] {
 			i++
 			continue
 		}

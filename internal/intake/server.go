@@ -237,7 +237,7 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 	defer putBuf(bodyBuf)
 	ps := postScratches.Get().(*postScratch)
 	defer ps.release()
-	body, err := readBodyInto(rw, r, s.cfg.MaxBodyBytes, bodyBuf.b)
+	body, err := readBody(rw, r, s.cfg.MaxBodyBytes, bodyBuf.b)
 	bodyBuf.b = body
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -339,22 +339,14 @@ func jsonOrText(ct string) bool {
 // At most readAhead bytes are taken on the declaration's word: a client
 // that declares megabytes and sends them slowly, or never, holds no more
 // memory than it has sent.
-func readBody(rw http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	return readBodyInto(rw, r, limit, make([]byte, 0, bodyReadSize(r, limit)))
-}
-
-// bodyReadSize is the buffer readBody starts with for r.
-func bodyReadSize(r *http.Request, limit int64) int {
-	if n := r.ContentLength; n > 0 {
-		return int(min(n, limit, readAhead)) + 1 // + 1: room to read the end
-	}
-	return 512
-}
-
-// readBodyInto is readBody into b (whose length is ignored), which grows
-// if the body does not fit.
-func readBodyInto(rw http.ResponseWriter, r *http.Request, limit int64, b []byte) ([]byte, error) {
+//
+// The body goes into b (its length is ignored; it grows if the body does
+// not fit), or, when b is nil, into a new buffer of bodyReadSize.
+func readBody(rw http.ResponseWriter, r *http.Request, limit int64, b []byte) ([]byte, error) {
 	rd := http.MaxBytesReader(rw, r.Body, limit)
+	if b == nil {
+		b = make([]byte, 0, bodyReadSize(r, limit))
+	}
 	b = b[:0]
 	for {
 		n, err := rd.Read(b[len(b):cap(b)])
@@ -369,6 +361,14 @@ func readBodyInto(rw http.ResponseWriter, r *http.Request, limit int64, b []byte
 			b = append(b, 0)[:len(b)]
 		}
 	}
+}
+
+// bodyReadSize is the buffer readBody starts with for r.
+func bodyReadSize(r *http.Request, limit int64) int {
+	if n := r.ContentLength; n > 0 {
+		return int(min(n, limit, readAhead)) + 1 // + 1: room to read the end
+	}
+	return 512
 }
 
 // readAhead bounds the buffer readBody allocates before the bytes arrive.

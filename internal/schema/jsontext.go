@@ -3,6 +3,8 @@ package schema
 import (
 	"bytes"
 	"unicode/utf8"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
 )
 
 // The grammar of the JSON text the byte walker reads (fastjson.go): compact
@@ -156,7 +158,7 @@ func scanString(b []byte, i int) (end int, escaped bool) {
 		// strings of events are mostly short, where it beat a test of
 		// eight bytes at a time (BenchmarkProcessPlatform/fast 2,088-2,130 ns
 		// with it, 1,972-1,988 without).
-		for i < len(b) && plainByte[b[i]] {
+		for i < len(b) && capsule.SafeASCII[b[i]] {
 			i++
 		}
 		if i >= len(b) {
@@ -201,15 +203,6 @@ func scanString(b []byte, i int) (end int, escaped bool) {
 	}
 	return -1, escaped
 }
-
-// plainByte[c] says that c stands for itself inside a JSON string:
-// printable ASCII but for '"' and '\\'.
-var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'

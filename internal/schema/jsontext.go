@@ -20,14 +20,35 @@ func CompactValueEnd(b []byte) int {
 	return sc.value(0, 0)
 }
 
+// ScanString reads the JSON string whose opening quote is b[i], as the
+// walker does: it returns the offset after the closing quote (or -1 when
+// the string is not valid JSON in UTF-8) and whether it holds an escape.
+// Other one-pass readers of compact JSON (the file sink's) use it.
+func ScanString(b []byte, i int) (end int, escaped bool) { return scanString(b, i) }
+
+// ScanNumber reads the JSON number at b[i] and returns where it ends, or -1.
+func ScanNumber(b []byte, i int) int { return scanNumber(b, i) }
+
+// SkipCompact returns where the JSON value at b[i] ends when it is compact
+// text (RFC 8259 grammar, UTF-8, no whitespace outside strings, nesting at
+// most 128 deep, counting depth levels above it), or -1. Unlike
+// CompactValueEnd it takes escaped and repeated object keys: for readers
+// that skip a value whole.
+func SkipCompact(b []byte, i, depth int) int {
+	sc := jsonScanner{b: b, anyKeys: true}
+	return sc.value(i, depth)
+}
+
 // span is b[start:end].
 type span struct{ start, end int }
 
 // jsonScanner checks the grammar of compact JSON text; keys holds the keys
-// of the objects being read, for the duplicate check.
+// of the objects being read, for the duplicate check. With anyKeys, keys
+// are not checked (escapes and duplicates are taken).
 type jsonScanner struct {
-	b    []byte
-	keys []span
+	b       []byte
+	keys    []span
+	anyKeys bool
 }
 
 // value reads the value at b[i] and returns where it ends, or -1.
@@ -91,20 +112,25 @@ func (sc *jsonScanner) object(i, depth int) int {
 			return -1
 		}
 		end, escaped := scanString(b, i)
-		if end < 0 || escaped || end >= len(b) || b[end] != ':' {
+		if end < 0 || end >= len(b) || b[end] != ':' {
 			return -1
 		}
-		key := b[i+1 : end-1]
-		h := keyHash(key)
-		if seen[h>>6]&(1<<(h&63)) != 0 {
-			for _, k := range sc.keys[first:] {
-				if bytes.Equal(b[k.start:k.end], key) {
-					return -1 // a duplicate key: the decoder keeps the last
+		if !sc.anyKeys {
+			if escaped {
+				return -1
+			}
+			key := b[i+1 : end-1]
+			h := keyHash(key)
+			if seen[h>>6]&(1<<(h&63)) != 0 {
+				for _, k := range sc.keys[first:] {
+					if bytes.Equal(b[k.start:k.end], key) {
+						return -1 // a duplicate key: the decoder keeps the last
+					}
 				}
 			}
+			seen[h>>6] |= 1 << (h & 63)
+			sc.push(span{i + 1, end - 1})
 		}
-		seen[h>>6] |= 1 << (h & 63)
-		sc.push(span{i + 1, end - 1})
 		if i = sc.value(end+1, depth); i < 0 || i >= len(b) {
 			return -1
 		}

@@ -120,7 +120,13 @@ func receiveTime(m map[string]any, platform bool) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	t, ok := parseDT(str)
+	return ReceiveTimeText(str)
+}
+
+// ReceiveTimeText is the receive time s (a dt or meta.dt) names, in UTC,
+// as ReceiveTime reads it; false when it is not one.
+func ReceiveTimeText(s string) (time.Time, bool) {
+	t, ok := parseDT(s)
 	if !ok || !saneTime(t) {
 		return time.Time{}, false
 	}

@@ -14,14 +14,7 @@ import (
 func Int(v any) (int64, bool) {
 	switch x := v.(type) {
 	case json.Number:
-		if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			return n, true
-		}
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return 0, false
-		}
-		return floatToInt(f)
+		return IntText(string(x))
 	case float64:
 		return floatToInt(x)
 	case int64:
@@ -30,6 +23,24 @@ func Int(v any) (int64, bool) {
 		return int64(x), true
 	}
 	return 0, false
+}
+
+// IntText is Int of the number text t (a json.Number's).
+func IntText(t string) (int64, bool) {
+	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return 0, false
+	}
+	return floatToInt(f)
+}
+
+// FloatText is Float of the number text t (a json.Number's).
+func FloatText(t string) (float64, bool) {
+	f, err := strconv.ParseFloat(t, 64)
+	return f, err == nil
 }
 
 func floatToInt(f float64) (int64, bool) {
@@ -43,8 +54,7 @@ func floatToInt(f float64) (int64, bool) {
 func Float(v any) (float64, bool) {
 	switch x := v.(type) {
 	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		return f, err == nil
+		return FloatText(string(x))
 	case float64:
 		return x, true
 	case int64:

@@ -172,6 +172,12 @@ type Sink struct {
 	open  int                   // files open
 	seq   uint64                // temp file and LRU sequence
 	pq    map[string]*pqSchema
+	// pqDirect caches the direct path's schemas by header bytes
+	// (directSchema); directKey is its lookup buffer.
+	pqDirect  map[string]*pqSchema
+	directKey []byte
+	// mapPathOnly: tests, every record takes the map path.
+	mapPathOnly bool
 	// badTopic caches reservedTopic per topic seen.
 	badTopic map[string]bool
 	broken   error
@@ -282,6 +288,7 @@ func Open(cfg Config) (*Sink, error) {
 		parts:     map[tp]*partState{},
 		hours:     map[string]*hourState{},
 		pq:        map[string]*pqSchema{},
+		pqDirect:  map[string]*pqSchema{},
 		badTopic:  map[string]bool{},
 		store:     store,
 		ownsStore: store != nil && cfg.Store == nil,

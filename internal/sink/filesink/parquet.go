@@ -77,17 +77,18 @@ var eventErrorDoc = map[string]any{
 	},
 }
 
-// parquetSchema returns the Parquet schema of a decoded event, resolving
-// and building it on first use. A non-empty reason means the event can
-// never be written; an error is transient.
-func (s *Sink) parquetSchema(ctx context.Context, m map[string]any, platform bool, uri string) (*pqSchema, string, error) {
+// parquetSchema returns the Parquet schema of an event, resolving and
+// building it on first use: an Event Platform event's by its $schema uri,
+// a capsule's by its decoded schema and revision. A non-empty reason means
+// the event can never be written; an error is transient.
+func (s *Sink) parquetSchema(ctx context.Context, platform bool, uri string, name, revision any) (*pqSchema, string, error) {
 	var lookup string
 	var id schema.ID
 	if platform {
 		lookup = "uri:" + uri
 	} else {
 		var err error
-		id, err = schema.IDFromJSON(m["schema"], m["revision"])
+		id, err = schema.IDFromJSON(name, revision)
 		if err != nil {
 			return nil, "no schema to write Parquet with: " + err.Error(), nil
 		}

@@ -26,7 +26,8 @@ type placed struct {
 	row    parquet.Row
 }
 
-// place decodes r once and decides its file and encoding. A record that can
+// place reads r once and decides its file and encoding: by the direct path
+// (direct.go) when it can, else from the decoded map. A record that can
 // never be written gets a reason; an error is transient (schema lookup).
 func (s *Sink) place(ctx context.Context, r *kafka.Record) (placed, error) {
 	pl := placed{rec: r}
@@ -38,6 +39,11 @@ func (s *Sink) place(ctx context.Context, r *kafka.Record) (placed, error) {
 	if bad {
 		pl.reason = "topic name " + r.Topic + " is not usable as a directory of the file sink"
 		return pl, nil
+	}
+	if !sink.IsAvro(r.Value) && !s.mapPathOnly {
+		if ok, err := s.placeDirect(ctx, r.Value, &pl); ok || err != nil {
+			return pl, err
+		}
 	}
 	m, v, reason, err := s.decode(ctx, r.Value)
 	if err != nil || reason != "" {
@@ -60,7 +66,7 @@ func (s *Sink) place(ctx context.Context, r *kafka.Record) (placed, error) {
 		}
 		return pl, nil
 	}
-	pq, reason, err := s.parquetSchema(ctx, m, platform, uri)
+	pq, reason, err := s.parquetSchema(ctx, platform, uri, m["schema"], m["revision"])
 	if err != nil || reason != "" {
 		pl.reason = reason
 		return pl, err

@@ -185,9 +185,18 @@ func (s *Sink) placeDirect(ctx context.Context, value []byte, pl *placed) (bool,
 		pl.dt, pl.hour, pl.line = dt, dt.Truncate(time.Hour).Unix(), value
 		return true, nil
 	}
-	pq, err := s.directSchema(ctx, &h)
-	if pq == nil || err != nil {
+	pq, reason, err := s.directSchema(ctx, &h)
+	if err != nil {
 		return false, err
+	}
+	if reason != "" {
+		// Never writable, as the map path would say (with the same
+		// schema and revision, or $schema): not looked up again there.
+		pl.dt, pl.hour, pl.reason = dt, dt.Truncate(time.Hour).Unix(), reason
+		return true, nil
+	}
+	if pq == nil {
+		return false, nil
 	}
 	// The row's strings point into one copy of the record (the map path's
 	// strings do too): the rows wait in the writer for parquet-go, which
@@ -202,22 +211,24 @@ func (s *Sink) placeDirect(ctx context.Context, value []byte, pl *placed) (bool,
 	return true, nil
 }
 
-// directSchema returns the Parquet schema of a record's header, nil when
-// it has none the direct path knows (the map path then says why). The
-// schemas are cached by the header's bytes, looked up without allocating.
-func (s *Sink) directSchema(ctx context.Context, h *header) (*pqSchema, error) {
+// directSchema returns the Parquet schema of a record's header, or
+// parquetSchema's reason why it has none; neither when the header has no
+// schema and revision (the map path then says why). The schemas are
+// cached by the header's bytes, looked up without allocating; reasons are
+// not cached (a schema registered later is found).
+func (s *Sink) directSchema(ctx context.Context, h *header) (*pqSchema, string, error) {
 	k := s.directKey[:0]
 	if h.platform {
 		k = append(append(k, 'u'), h.uri...)
 	} else {
 		if h.name == nil || h.revision == nil {
-			return nil, nil
+			return nil, "", nil
 		}
 		k = append(append(append(append(k, 'i'), h.name...), 0), h.revision...)
 	}
 	s.directKey = k
 	if pq, ok := s.pqDirect[string(k)]; ok {
-		return pq, nil
+		return pq, "", nil
 	}
 	var pq *pqSchema
 	var reason string
@@ -228,10 +239,10 @@ func (s *Sink) directSchema(ctx context.Context, h *header) (*pqSchema, error) {
 		pq, reason, err = s.parquetSchema(ctx, false, "", string(h.name), json.Number(h.revision))
 	}
 	if err != nil || reason != "" {
-		return nil, err
+		return nil, reason, err
 	}
 	s.pqDirect[string(k)] = pq
-	return pq, nil
+	return pq, "", nil
 }
 
 // fillDirect sets the columns of the group g from the object at b[i], as

@@ -23,7 +23,8 @@
 #                             examples/schemas); BENCH_FILES=1 has the sink
 #                             write Parquet files as well, counted by uuid
 #                             (with the test virtualenv's DuckDB) once the
-#                             sink has stopped
+#                             sink has stopped; BENCH_SQLITE_QUERY is added to
+#                             the SQLite DSN, e.g. '_pragma=wal_autocheckpoint(10000)'
 #
 # Run it on a quiet machine: every figure shares the cores with whatever
 # else runs.
@@ -83,7 +84,7 @@ if $e2e; then
 	pids+=($!)
 	"$el" process --schemas "$schemas" 2>"$work/process.log" &
 	pids+=($!)
-	"$el" sink --sql "sqlite:$work/e2e.db" "${files[@]}" --schemas "$schemas" 2>"$work/sink.log" &
+	"$el" sink --sql "sqlite:$work/e2e.db${BENCH_SQLITE_QUERY:+?$BENCH_SQLITE_QUERY}" "${files[@]}" --schemas "$schemas" 2>"$work/sink.log" &
 	pids+=($!)
 	for _ in $(seq 100); do curl -sf http://127.0.0.1:18280/readyz >/dev/null && break; sleep 0.2; done
 	log "end to end: ${BENCH_MODE:-beacon} → intake → Kafka → processor → sink (SQL${files:+ and Parquet}) → $out/e2e.json"

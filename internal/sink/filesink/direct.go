@@ -18,9 +18,9 @@ import (
 // reads its receive time and schema from the text, and fills its Parquet
 // row from the text, in two passes over the bytes, without the map
 // capsule.Decode builds. It takes only text it reads exactly as the map
-// path would: compact UTF-8 JSON (schema.CompactValueEnd's grammar, which
-// also refuses duplicate and escaped keys), a receive time in a plain
-// string, values that fit their columns. Anything else, and every record
+// path would: compact UTF-8 JSON (schema.SkipCompact's grammar) without
+// escaped or repeated names where it reads members, a receive time in a
+// plain string, values that fit their columns. Anything else, and every record
 // it cannot write (no schema, a value that does not fit), goes to the map
 // path, which gives the reason. direct_test.go holds the two paths to the
 // same rows.
@@ -68,10 +68,12 @@ func readHeader(b []byte, h *header) bool {
 			h.name, ok = plainString(b, i)
 			ok = ok && once(2)
 		case "revision":
-			if isNumberStart(b[i]) {
-				end := schema.ScanNumber(b, i)
-				h.revision, ok = b[i:max(end, i)], end > i && once(4)
+			end := schema.ScanNumber(b, i)
+			if end < 0 || !once(4) {
+				return -1
 			}
+			h.revision = b[i:end]
+			return end
 		case "dt":
 			dt, ok = plainString(b, i)
 			ok = ok && once(8)
@@ -149,13 +151,6 @@ func members(b []byte, i int, fn func(key []byte, escaped bool, start int) int) 
 // and UTF-8 (compact text; depth is its nesting, at most 128 in all), or
 // -1. Its keys are not read.
 func skip(b []byte, i, depth int) int { return schema.SkipCompact(b, i, depth) }
-
-func literal(b []byte, i int, lit string) int {
-	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
-		return -1
-	}
-	return i + len(lit)
-}
 
 // plainString returns the content of the string at b[i] when it has no
 // escape; false when it is not a string, not valid, or has one.
@@ -276,7 +271,7 @@ func fillDirect(row parquet.Row, g *pqField, b []byte, i, depth int) int {
 		f := g.fields[j]
 		if b[start] == 'n' { // null: as absent
 			setNull(row, f, g.def)
-			return literal(b, start, "null")
+			return skip(b, start, depth+1)
 		}
 		return fillValue(row, f, b, start, depth+1)
 	})
@@ -338,17 +333,13 @@ func fillValue(row parquet.Row, f *pqField, b []byte, i, depth int) int {
 		}
 		pv = parquet.DoubleValue(x)
 	case kindBool:
-		switch b[i] {
-		case 't':
-			end, pv = literal(b, i, "true"), parquet.BooleanValue(true)
-		case 'f':
-			end, pv = literal(b, i, "false"), parquet.BooleanValue(false)
-		default:
+		if b[i] != 't' && b[i] != 'f' {
 			return -1
 		}
-		if end < 0 {
+		if end = skip(b, i, depth); end < 0 {
 			return -1
 		}
+		pv = parquet.BooleanValue(b[i] == 't')
 	case kindJSON:
 		// JSON text as the map path writes it (capsule.AppendValue of the
 		// decoded value), not the record's bytes.
@@ -370,8 +361,6 @@ func fillValue(row parquet.Row, f *pqField, b []byte, i, depth int) int {
 // unsafeString is b as a string without copying, for parsing: the string
 // does not outlive the call.
 func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
-func isNumberStart(c byte) bool { return c == '-' || '0' <= c && c <= '9' }
 
 // field returns the index of g's member named key. Members are sorted by
 // name (buildSchema, columns.Build): a binary search, without allocating.

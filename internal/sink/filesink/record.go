@@ -26,8 +26,8 @@ type placed struct {
 	row    parquet.Row
 }
 
-// place reads r once and decides its file and encoding: by the direct path
-// (direct.go) when it can, else from the decoded map. A record that can
+// place decides r's file and encoding: by the direct path (direct.go)
+// when it can, else from the decoded map. A record that can
 // never be written gets a reason; an error is transient (schema lookup).
 func (s *Sink) place(ctx context.Context, r *kafka.Record) (placed, error) {
 	pl := placed{rec: r}

@@ -199,7 +199,7 @@ func TestChunkRows(t *testing.T) {
 	for _, tt := range tests {
 		var got []int
 		for rows := tt.rows; len(rows) > 0; {
-			n := chunkRows(rows, tt.perStmt)
+			n := chunkRows(rows, tt.perStmt, maxStmtBytes)
 			if n < 1 || n > len(rows) || (n != tt.perStmt && bits.OnesCount(uint(n)) != 1) {
 				t.Fatalf("chunkRows(%d rows, %d) = %d", len(rows), tt.perStmt, n)
 			}

@@ -37,17 +37,29 @@ type dialect struct {
 	// maxText is the capacity of a text column in bytes (0: no limit
 	// below the database's own maximum value size).
 	maxText int
+	// maxStmtBytes bounds the values of one multi-row INSERT (chunkRows).
+	maxStmtBytes int
 }
+
+// mysqlStmtBytes bounds a MariaDB INSERT's values so that its execute
+// packet fits the 256 KiB buffer go-sql-driver/mysql keeps and reuses
+// (maxCachedBufSize), with room for the packet's type bytes and NULL
+// bitmap, which rowSize does not count. A larger packet is a new
+// allocation for every statement: with 1,000-row statements of
+// 800-byte rows that was 6.6 MB of garbage a batch and about 2 µs of the
+// client's 10 µs a row. The 128-row statements it gives such rows are no
+// slower for the server.
+const mysqlStmtBytes = 224 << 10
 
 func newDialect(name Dialect) (*dialect, error) {
 	switch name {
 	case SQLite:
 		// SQLITE_MAX_VARIABLE_NUMBER since SQLite 3.32.
-		return &dialect{name: name, maxParams: 32766}, nil
+		return &dialect{name: name, maxParams: 32766, maxStmtBytes: maxStmtBytes}, nil
 	case MySQL:
-		return &dialect{name: name, maxParams: 65535, maxText: mysqlMaxText}, nil
+		return &dialect{name: name, maxParams: 65535, maxText: mysqlMaxText, maxStmtBytes: mysqlStmtBytes}, nil
 	case Postgres:
-		return &dialect{name: name, maxParams: 65535}, nil
+		return &dialect{name: name, maxParams: 65535, maxStmtBytes: maxStmtBytes}, nil
 	}
 	return nil, fmt.Errorf("sqlsink: unknown dialect %q (want %q, %q or %q)", name, SQLite, MySQL, Postgres)
 }

@@ -143,13 +143,20 @@
 //     skips exactly the rows whose uuid exists (unlike INSERT IGNORE, which
 //     would also turn bad values into warnings), up to 1,000 rows or 65,535
 //     parameters;
-//   - PostgreSQL: COPY (binary) into a temporary staging table of the
-//     session (created once per session and layout, emptied at commit),
-//     then INSERT … SELECT … ON CONFLICT (uuid) DO NOTHING into the table.
+//   - PostgreSQL: one SELECT finds which of the batch's uuids the table
+//     holds; the other rows (the first of a uuid repeated in the batch)
+//     are copied (COPY, binary) straight into the table, under a
+//     savepoint. Should that COPY fail (a concurrent writer stored one of
+//     the uuids since, or the database refuses a value), the transaction
+//     goes back to the savepoint and the rows take the careful way: COPY
+//     into a temporary staging table of the session (created once per
+//     session and layout, emptied at commit), then INSERT … SELECT … ON
+//     CONFLICT (uuid) DO NOTHING into the table.
 //
-// SQLite and MySQL statements also stay under about 4 MiB of values; the
-// rows left after the full-size statements go in statements of a power of
-// two rows, so a table's INSERTs have few sizes, each prepared once per
+// SQLite statements also stay under about 4 MiB of values, MySQL ones
+// under 224 KiB (so that the driver reuses its packet buffer); the rows
+// left after the full-size statements go in statements of a power of two
+// rows, so a table's INSERTs have few sizes, each prepared once per
 // Writer and reused. A row whose uuid is already stored, or
 // appears earlier in the batch, is skipped and counted in
 // [Result].Duplicates: a duplicate never costs the rest of the batch (the

@@ -2,6 +2,7 @@ package sqlsink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -26,6 +27,9 @@ type pgStage struct {
 	// uuid is already there (or earlier in the batch), as the other
 	// dialects' INSERT does.
 	move string
+	// stored selects which of a list of uuids ($1, text[]) the table
+	// already holds, for copyDirect.
+	stored string
 }
 
 // stage returns (and caches) the staging of layout l's rows into table.
@@ -60,6 +64,7 @@ func (w *Writer) stage(table string, l *layout) *pgStage {
 		// order written: in the order of rows, which writeTable sorted.
 		move: "INSERT INTO " + w.d.quote(table) + " (" + list.String() + ") SELECT " + list.String() +
 			" FROM " + w.d.quote(name) + " ON CONFLICT (" + w.d.quote("uuid") + ") DO NOTHING",
+		stored: "SELECT " + w.d.quote("uuid") + " FROM " + w.d.quote(table) + " WHERE " + w.d.quote("uuid") + " = ANY($1)",
 	}
 	w.stages[key] = st
 	return st
@@ -79,11 +84,16 @@ func stageType(t colType) string {
 	return "TEXT"
 }
 
-// copyAll inserts rows into table on PostgreSQL in one transaction: each
-// layout's rows are copied (COPY, binary) into a temporary staging table
-// of the session, emptied at commit, and moved into the table by one
-// INSERT … SELECT … ON CONFLICT (uuid) DO NOTHING. It returns how many
-// were new. The database must be opened with the pgx driver (Open).
+// copyAll inserts rows into table on PostgreSQL in one transaction and
+// returns how many were new. Each layout's rows are copied (COPY, binary)
+// straight into the table, without those whose uuid it already holds
+// (copyDirect). When that COPY fails (a concurrent writer stored one of
+// the uuids first, or the database refuses a value) they are copied
+// instead into a temporary staging table of the session, emptied at
+// commit, and moved into the table by one INSERT … SELECT … ON CONFLICT
+// (uuid) DO NOTHING, which skips exactly the duplicates and otherwise
+// fails as before. The database must be opened with the pgx driver
+// (Open).
 func (w *Writer) copyAll(ctx context.Context, table string, rows []pendingRow) (int, error) {
 	conn, err := w.db.Conn(ctx)
 	if err != nil {
@@ -129,6 +139,14 @@ func (w *Writer) copyTx(ctx context.Context, pc *pgx.Conn, table string, rows []
 	inserted := 0
 	for _, same := range byLayout(rows) {
 		st := w.stage(table, same[0].l)
+		n, ok, err := w.copyDirect(ctx, tx, table, st, same)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			inserted += n
+			continue
+		}
 		if data[st.name] == nil {
 			if _, err := tx.Exec(ctx, st.create); err != nil {
 				return 0, err
@@ -149,4 +167,83 @@ func (w *Writer) copyTx(ctx context.Context, pc *pgx.Conn, table string, rows []
 		return 0, err
 	}
 	return inserted, nil
+}
+
+// directSavepoint is where copyDirect's transaction goes back to when its
+// COPY fails.
+const directSavepoint = "eventlogging_direct_copy"
+
+// copyDirect copies the rows of one layout (sorted by uuid, then batch
+// order, as writeTable leaves them) straight into table, skipping those
+// whose uuid the table already holds and all but the first of a uuid in
+// the batch: the rows the staging's INSERT … ON CONFLICT DO NOTHING
+// would insert, in the same order, without writing and reading them
+// twice. ok is false when the COPY failed: a concurrent writer committed
+// one of the uuids after the check (the unique index refuses it), or the
+// database refused a value. The transaction is then back where it was,
+// and the caller stages the rows, which sorts out either case.
+func (w *Writer) copyDirect(ctx context.Context, tx pgx.Tx, table string, st *pgStage, rows []pendingRow) (n int, ok bool, err error) {
+	uuids := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if u := r.vals[0].(string); len(uuids) == 0 || u != uuids[len(uuids)-1] {
+			uuids = append(uuids, u)
+		}
+	}
+	stored, err := storedUUIDs(ctx, tx, st.stored, uuids)
+	if err != nil {
+		return 0, false, err
+	}
+	keep := rows
+	if len(uuids) < len(rows) || len(stored) > 0 {
+		keep = make([]pendingRow, 0, len(uuids)-len(stored))
+		for i, r := range rows {
+			u := r.vals[0].(string)
+			if (i > 0 && u == rows[i-1].vals[0].(string)) || stored[u] {
+				continue
+			}
+			keep = append(keep, r)
+		}
+	}
+	if len(keep) == 0 {
+		return 0, true, nil
+	}
+	if _, err := tx.Exec(ctx, "SAVEPOINT "+directSavepoint); err != nil {
+		return 0, false, err
+	}
+	src := pgx.CopyFromSlice(len(keep), func(i int) ([]any, error) { return keep[i].vals, nil })
+	copied, err := tx.CopyFrom(ctx, pgx.Identifier{table}, st.cols, src)
+	if err != nil {
+		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+directSavepoint); rerr != nil {
+			return 0, false, errors.Join(err, rerr)
+		}
+		w.copyFallbacks.Add(1)
+		w.log.Debug("direct COPY failed, staging the rows", "table", table, "rows", len(keep), "err", err)
+		return 0, false, nil
+	}
+	if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT "+directSavepoint); err != nil {
+		return 0, false, err
+	}
+	return int(copied), true, nil
+}
+
+// storedUUIDs runs query (pgStage.stored) for uuids and returns those
+// found; nil when none is.
+func storedUUIDs(ctx context.Context, tx pgx.Tx, query string, uuids []string) (map[string]bool, error) {
+	res, err := tx.Query(ctx, query, uuids)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	var stored map[string]bool
+	for res.Next() {
+		var u string
+		if err := res.Scan(&u); err != nil {
+			return nil, err
+		}
+		if stored == nil {
+			stored = map[string]bool{}
+		}
+		stored[u] = true
+	}
+	return stored, res.Err()
 }

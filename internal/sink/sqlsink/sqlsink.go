@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -207,6 +208,9 @@ type Writer struct {
 	stages map[stmtKey]*pgStage
 	// maxRows bounds the rows of one INSERT statement.
 	maxRows int
+	// copyFallbacks counts the PostgreSQL batches whose direct COPY
+	// failed and which went through the staging table (copyDirect).
+	copyFallbacks atomic.Int64
 }
 
 // NewWriter returns a Writer storing capsules in db, a database of

@@ -15,7 +15,8 @@ import (
 
 // Statement size limits: the rows of one INSERT are bounded by the
 // dialect's bind-parameter limit, by maxStmtRows and by about
-// maxStmtBytes of values (MariaDB's default max_allowed_packet is 16 MiB).
+// maxStmtBytes of values (MariaDB's default max_allowed_packet is 16 MiB;
+// on MariaDB the dialect's smaller mysqlStmtBytes).
 const (
 	maxStmtRows  = 1000
 	maxStmtBytes = 4 << 20
@@ -297,7 +298,7 @@ func (w *Writer) insertLayout(ctx context.Context, tx *sql.Tx, table string, l *
 	args := make([]any, 0, min(len(rows), perStmt)*ncols)
 	inserted := 0
 	for len(rows) > 0 {
-		n := chunkRows(rows, perStmt)
+		n := chunkRows(rows, perStmt, w.d.maxStmtBytes)
 		args = args[:0]
 		for _, r := range rows[:n] {
 			args = append(args, r.vals...)
@@ -321,14 +322,14 @@ func (w *Writer) insertLayout(ctx context.Context, tx *sql.Tx, table string, l *
 }
 
 // chunkRows returns how many of rows (at least one) the next INSERT
-// takes: perStmt when that many are left and hold at most maxStmtBytes,
+// takes: perStmt when that many are left and hold at most maxBytes,
 // else the largest power of two that is left and fits.
-func chunkRows(rows []pendingRow, perStmt int) int {
+func chunkRows(rows []pendingRow, perStmt, maxBytes int) int {
 	n := min(len(rows), perStmt)
 	size := 0
 	for i, r := range rows[:n] {
 		size += rowSize(r.vals)
-		if i > 0 && size > maxStmtBytes {
+		if i > 0 && size > maxBytes {
 			n = i
 			break
 		}

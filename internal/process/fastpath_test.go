@@ -46,7 +46,16 @@ func TestFastPathTakesTheWorkload(t *testing.T) {
 // BenchmarkProcessStandardValid is BenchmarkProcessStandard on the valid
 // lines of the workload only: its allocs/line is the "allocations per
 // valid line" of the performance targets.
-func BenchmarkProcessStandardValid(b *testing.B) {
+func BenchmarkProcessStandardValid(b *testing.B) { benchmarkWorkloadShare(b, false) }
+
+// BenchmarkProcessStandardInvalid is BenchmarkProcessStandard on the
+// workload's invalid lines only (one in twenty): what an EventError costs,
+// from explaining the failure to encoding the error record.
+func BenchmarkProcessStandardInvalid(b *testing.B) { benchmarkWorkloadShare(b, true) }
+
+// benchmarkWorkloadShare runs benchmarkLines over the workload's lines
+// that go to the error topic (invalid) or to the others.
+func benchmarkWorkloadShare(b *testing.B, invalid bool) {
 	_, all := loadWorkload(b)
 	p := newWorkloadProcessor(b)
 	f := mustFormat(b, workloadFormat)
@@ -56,7 +65,7 @@ func BenchmarkProcessStandardValid(b *testing.B) {
 	size := 0
 	for _, line := range all {
 		outs = p.Process(ctx, f, line, nil, outs[:0])
-		if outs[0].Topic != p.ErrorTopic() {
+		if (outs[0].Topic == p.ErrorTopic()) == invalid {
 			lines = append(lines, line)
 			size += len(line)
 		}

@@ -650,7 +650,13 @@ func (p *Processor) errorValue(raw []byte, rawLen int, src *capsule.Source, fl *
 			ec.UUID = capsule.UUIDFromURL("raw:" + string(raw))
 		}
 	}
-	return ec.AppendJSON(nil)
+	// One allocation for the record: the raw text and the messages, a
+	// little more for escapes, and the capsule's other fields.
+	size := len(cut) + len(ee.Message) + len(ec.UserAgent) + 512
+	for _, v := range ee.Errors {
+		size += len(v.Pointer) + len(v.Reason) + 32
+	}
+	return ec.AppendJSON(make([]byte, 0, size+size/8))
 }
 
 func summarize(viol []capsule.Violation) string {

@@ -137,8 +137,14 @@
 // concurrent writers queue instead of deadlocking; deadlocks and
 // serialization failures are retried twice):
 //
-//   - SQLite: multi-row INSERT … ON CONFLICT (uuid) DO NOTHING, up to 1,000
-//     rows or 32,766 parameters per statement;
+//   - SQLite: multi-row INSERT OR IGNORE, up to 1,000 rows or 32,766
+//     parameters per statement (no statement journal, unlike ON CONFLICT
+//     (uuid) DO NOTHING, whose other constraints may abort a statement
+//     half done). OR IGNORE would also skip a row that breaks another
+//     constraint (a CHECK added by hand): when fewer rows were inserted
+//     than the batch has uuids, one query makes sure every skipped row's
+//     uuid is in the table, else the transaction is undone and the rows
+//     go one at a time with the exact statement (below);
 //   - MySQL: multi-row INSERT … ON DUPLICATE KEY UPDATE uuid = uuid, which
 //     skips exactly the rows whose uuid exists (unlike INSERT IGNORE, which
 //     would also turn bad values into warnings), up to 1,000 rows or 65,535

@@ -293,6 +293,7 @@ func byLayout(rows []pendingRow) [][]pendingRow {
 // rest in statements of a power of two rows, so that a table's INSERTs
 // have at most a dozen sizes, each prepared once per Writer and reused.
 func (w *Writer) insertLayout(ctx context.Context, tx *sql.Tx, table string, l *layout, rows []pendingRow) (int, error) {
+	all := rows
 	ncols := len(l.columns)
 	perStmt := max(1, min(w.maxRows, w.d.maxParams/ncols))
 	args := make([]any, 0, min(len(rows), perStmt)*ncols)
@@ -318,7 +319,50 @@ func (w *Writer) insertLayout(ctx context.Context, tx *sql.Tx, table string, l *
 		inserted += int(affected)
 		rows = rows[n:]
 	}
+	if w.d.name == SQLite && inserted < len(all) {
+		if err := w.checkIgnored(ctx, tx, table, all, inserted); err != nil {
+			return 0, err
+		}
+	}
 	return inserted, nil
+}
+
+// errIgnoredRow is a permanent error (dialect.permanent): SQLite's INSERT
+// OR IGNORE skipped a row whose uuid is not in the table, so some other
+// constraint refused it.
+var errIgnoredRow = errors.New("a row broke a constraint of the table other than the uuid's (INSERT OR IGNORE skipped it)")
+
+// checkIgnored makes sure every row SQLite's INSERT OR IGNORE skipped
+// (rows, sorted by uuid, of which inserted were new) was skipped for its
+// uuid: each of the rows' uuids must now be in the table. Otherwise the
+// transaction is to be undone (errIgnoredRow), and writeTable inserts the
+// rows one at a time with the exact statement, which names the poison.
+// Only a batch holding duplicates pays for the query.
+func (w *Writer) checkIgnored(ctx context.Context, tx *sql.Tx, table string, rows []pendingRow, inserted int) error {
+	var uuids []any
+	for i, r := range rows {
+		if i == 0 || r.vals[0] != rows[i-1].vals[0] {
+			uuids = append(uuids, r.vals[0])
+		}
+	}
+	if inserted == len(uuids) {
+		return nil // every skipped row repeats a uuid of the batch
+	}
+	want, found := len(uuids), 0
+	for len(uuids) > 0 {
+		n := min(len(uuids), 1000)
+		q := "SELECT count(*) FROM " + w.d.quote(table) + " WHERE " + w.d.quote("uuid") + " IN (?" + strings.Repeat(",?", n-1) + ")"
+		var c int
+		if err := tx.QueryRowContext(ctx, q, uuids[:n]...).Scan(&c); err != nil {
+			return err
+		}
+		found += c
+		uuids = uuids[n:]
+	}
+	if found != want {
+		return errIgnoredRow
+	}
+	return nil
 }
 
 // chunkRows returns how many of rows (at least one) the next INSERT
@@ -355,7 +399,7 @@ func (w *Writer) stmt(ctx context.Context, table string, l *layout, rows int) (*
 	if s, ok := w.stmts[key]; ok {
 		return s, nil
 	}
-	s, err := w.db.PrepareContext(ctx, w.d.insert(table, l.columns, rows))
+	s, err := w.db.PrepareContext(ctx, w.d.insertFast(table, l.columns, rows))
 	if err != nil {
 		return nil, err
 	}

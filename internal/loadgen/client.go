@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -33,7 +33,12 @@ func newClient(base *url.URL, hc *http.Client, timeout time.Duration) client {
 		if base.Port() == "" {
 			addr = net.JoinHostPort(base.Hostname(), "80")
 		}
-		return &rawClient{addr: addr, host: base.Host, timeout: timeout}
+		c := &rawClient{addr: addr, host: base.Host, timeout: timeout, idleRedial: idleRedial}
+		if base.User != nil { // as net/http sends a URL's user:password
+			pw, _ := base.User.Password()
+			c.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(base.User.Username()+":"+pw))
+		}
+		return c
 	}
 	return &stdClient{hc: hc, base: base.Scheme + "://" + base.Host}
 }
@@ -67,44 +72,61 @@ func (c *stdClient) do(ctx context.Context, method, target string, body []byte, 
 
 func (c *stdClient) close() {}
 
+// idleRedial is how long a rawClient's connection may stay unused before
+// the client dials a new one rather than risk a connection the server
+// has closed (the intake closes idle ones after 120 s).
+const idleRedial = time.Second
+
 // rawClient speaks HTTP/1.1 on one keep-alive TCP connection, in the
 // calling goroutine: it writes the request with one system call and reads
 // the answer with net/http's parser. net/http's Transport hands every
 // request to two goroutines of the connection and back, which cost the
 // load generator more CPU than the requests themselves: half of `bench`'s
-// 29 µs a beacon. Answers may be chunked or close the connection; a
-// request that finds its reused connection closed by the server before
-// any answer is sent again once on a new one, as net/http does.
+// 29 µs a beacon. Answers may be chunked, informational (1xx, skipped) or
+// close the connection. A request is sent again (once, on a new
+// connection) only when writing it to a reused connection failed: once
+// written, the server may have taken its events, and sending them again
+// would make new events (the intake numbers each one), so a request whose
+// answer never comes is an error, as in net/http for a POST. A connection
+// unused for idleRedial is not reused.
 type rawClient struct {
 	addr, host string
+	auth       string // Authorization header value, if the URL has a user
 	timeout    time.Duration
+	idleRedial time.Duration
 
-	conn   net.Conn
-	br     *bufio.Reader
-	stop   func() bool // unregisters the context's AfterFunc
-	buf    []byte
-	header [2][]byte // net.Buffers of the request: header, body
+	conn     net.Conn
+	br       *bufio.Reader
+	ctx      context.Context // whose cancellation stop undoes
+	stop     func() bool     // unregisters the context's AfterFunc
+	lastUsed time.Time
+	buf      []byte
+	header   [2][]byte // net.Buffers of the request: header, body
 }
 
+// errWrite marks an error writing a request.
+type errWrite struct{ err error }
+
+func (e errWrite) Error() string { return "sending the request: " + e.err.Error() }
+func (e errWrite) Unwrap() error { return e.err }
+
 func (c *rawClient) do(ctx context.Context, method, target string, body []byte, keep bool, answer []byte) (int, []byte, error) {
+	if c.conn != nil && time.Since(c.lastUsed) > c.idleRedial {
+		c.close()
+	}
 	for attempt := 0; ; attempt++ {
 		reused := c.conn != nil
 		status, answer, err := c.try(ctx, method, target, body, keep, answer)
 		if err == nil {
+			c.lastUsed = time.Now()
 			return status, answer, nil
 		}
 		c.close()
-		if !reused || attempt > 0 || !closedByPeer(err) || ctx.Err() != nil {
+		var we errWrite
+		if !reused || attempt > 0 || !errors.As(err, &we) || ctx.Err() != nil {
 			return 0, answer, err
 		}
 	}
-}
-
-// closedByPeer reports an error of a connection the server had closed:
-// what a keep-alive connection idle for too long meets on its next use.
-func closedByPeer(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 func (c *rawClient) try(ctx context.Context, method, target string, body []byte, keep bool, answer []byte) (int, []byte, error) {
@@ -120,8 +142,14 @@ func (c *rawClient) try(ctx context.Context, method, target string, body []byte,
 		} else {
 			c.br.Reset(conn)
 		}
+	}
+	if c.ctx != ctx {
 		// Cancelling ctx ends a request in flight at once.
-		c.stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+		if c.stop != nil {
+			c.stop()
+		}
+		conn := c.conn
+		c.ctx, c.stop = ctx, context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	}
 	deadline := time.Now().Add(c.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -139,6 +167,11 @@ func (c *rawClient) try(ctx context.Context, method, target string, body []byte,
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, c.host...)
 	b = append(b, "\r\nUser-Agent: eventlogging-bench\r\n"...)
+	if c.auth != "" {
+		b = append(b, "Authorization: "...)
+		b = append(b, c.auth...)
+		b = append(b, "\r\n"...)
+	}
 	if body != nil {
 		b = append(b, "Content-Type: application/json\r\nContent-Length: "...)
 		b = strconv.AppendInt(b, int64(len(body)), 10)
@@ -155,11 +188,18 @@ func (c *rawClient) try(ctx context.Context, method, target string, body []byte,
 		_, err = c.conn.Write(b)
 	}
 	if err != nil {
-		return 0, answer, err
+		return 0, answer, errWrite{err}
 	}
-	resp, err := http.ReadResponse(c.br, nil)
-	if err != nil {
-		return 0, answer, err
+	var resp *http.Response
+	for {
+		resp, err = http.ReadResponse(c.br, nil)
+		if err != nil {
+			return 0, answer, err
+		}
+		if resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+		// 1xx (103 Early Hints, say): the answer follows.
 	}
 	answer, err = readAnswer(resp.Body, keep, answer)
 	_ = resp.Body.Close()
@@ -176,7 +216,10 @@ func (c *rawClient) close() {
 	if c.conn == nil {
 		return
 	}
-	c.stop()
+	if c.stop != nil {
+		c.stop()
+	}
+	c.ctx, c.stop = nil, nil
 	_ = c.conn.Close()
 	c.conn = nil
 }

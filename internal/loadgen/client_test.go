@@ -1,14 +1,18 @@
 package loadgen
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,7 +54,7 @@ func TestRawClientRequests(t *testing.T) {
 		body, _ := io.ReadAll(r.Body)
 		switch {
 		case r.Method == http.MethodGet && r.URL.Path == "/intake/beacon/event" && r.URL.RawQuery == "a%20b;":
-			if r.Host != r.Context().Value(http.LocalAddrContextKey).(net.Addr).String() || r.ContentLength != 0 {
+			if r.Host != r.Context().Value(http.LocalAddrContextKey).(net.Addr).String() || r.Header.Get("Content-Length") != "" || r.Header.Get("Authorization") != "" {
 				http.Error(w, "host "+r.Host, http.StatusBadRequest)
 				return
 			}
@@ -110,6 +114,7 @@ func TestRawClientClosedConnections(t *testing.T) {
 	startCounting(srv, &conns)
 	defer srv.Close()
 	c := rawTestClient(t, srv.URL, "", 5*time.Second)
+	c.(*rawClient).idleRedial = 100 * time.Millisecond
 	ctx := t.Context()
 	for i, target := range []string{"/a?close=1", "/b", "/c"} {
 		if i == 2 {
@@ -124,12 +129,132 @@ func TestRawClientClosedConnections(t *testing.T) {
 	}
 }
 
+// rawServer accepts connections on a loopback port and hands each to
+// serve, for answers net/http's server would not give.
+func rawServer(t *testing.T, serve func(conn net.Conn, br *bufio.Reader)) string {
+	t.Helper()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				serve(conn, bufio.NewReader(conn))
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestRawClientNoResend: a POST written to a reused connection whose
+// server then closes it without an answer is an error, not sent again:
+// the server may have taken its events.
+func TestRawClientNoResend(t *testing.T) {
+	var posts atomic.Int32
+	url := rawServer(t, func(conn net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			if req.Method == http.MethodPost {
+				posts.Add(1)
+				return // taken, then the connection is gone
+			}
+			_, _ = io.WriteString(conn, "HTTP/1.1 204 No Content\r\n\r\n")
+		}
+	})
+	c := rawTestClient(t, url, "", 5*time.Second)
+	ctx := t.Context()
+	if status, _, err := c.do(ctx, http.MethodGet, "/beacon/event?x;", nil, false, nil); err != nil || status != http.StatusNoContent {
+		t.Fatalf("first request: %d, %v", status, err)
+	}
+	if status, _, err := c.do(ctx, http.MethodPost, "/v1/events", []byte(`[{}]`), true, nil); err == nil {
+		t.Errorf("unanswered POST: status %d, no error", status)
+	}
+	if n := posts.Load(); n != 1 {
+		t.Errorf("the server received the POST %d times, want 1", n)
+	}
+}
+
+// TestRawClientInformational: 1xx answers before the answer are skipped,
+// and the next request reads its own answer.
+func TestRawClientInformational(t *testing.T) {
+	url := rawServer(t, func(conn net.Conn, br *bufio.Reader) {
+		for n := 0; ; n++ {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			_, _ = io.WriteString(conn, "HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n")
+			if n%2 == 1 {
+				_, _ = io.WriteString(conn, "HTTP/1.1 100 Continue\r\n\r\n")
+			}
+			_, _ = io.WriteString(conn, "HTTP/1.1 20"+strconv.Itoa(n%2)+" OK\r\nContent-Length: 0\r\n\r\n")
+		}
+	})
+	c := rawTestClient(t, url, "", 5*time.Second)
+	for i, want := range []int{200, 201, 200} {
+		if status, _, err := c.do(t.Context(), http.MethodGet, "/", nil, false, nil); err != nil || status != want {
+			t.Errorf("request %d: %d, %v; want %d", i, status, err, want)
+		}
+	}
+}
+
+// TestRunURLPathAndUser: the URL's path prefixes the intake's routes, and
+// its user and password are sent as Basic authentication, as net/http
+// would.
+func TestRunURLPathAndUser(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pw, ok := r.BasicAuth()
+		mu.Lock()
+		seen[fmt.Sprintf("%s %s %v %s %s", r.Method, r.URL.Path, ok, user, pw)]++
+		mu.Unlock()
+		if r.Method == http.MethodGet {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	u := strings.Replace(srv.URL, "http://", "http://ann:s%3Dcret@", 1) + "/in%20take"
+	for _, mode := range []Mode{ModeBeacon, ModeHasty} {
+		rep, err := Run(t.Context(), Config{
+			URL: u, Mode: mode, Batch: 2, Events: 4, Concurrency: 1,
+			Generator: testGenerator(t, "path1", 0), RunID: "path1", Logger: quietLogger(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Events.Accepted != 4 {
+			t.Errorf("%s: %d of 4 events accepted", mode, rep.Events.Accepted)
+		}
+	}
+	want := map[string]int{"GET /in take/beacon/event true ann s=cret": 4, "POST /in take/v1/events true ann s=cret": 2}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("requests %v, want %v", seen, want)
+	}
+}
+
 // TestRawClientGivesUp: a server that does not answer fails the request
 // after the timeout, cancelling the context ends a request at once, and
 // an address nobody listens on is an error (no retry loop).
 func TestRawClientGivesUp(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fast" {
+			return
+		}
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -146,7 +271,12 @@ func TestRawClientGivesUp(t *testing.T) {
 		t.Errorf("unanswered request: %v after %v, want a timeout after 100ms", err, time.Since(t0))
 	}
 
+	// A request whose context is cancelled ends at once, also when the
+	// connection was opened for an earlier request's context.
 	c = rawTestClient(t, srv.URL, "", time.Minute)
+	if _, _, err := c.do(t.Context(), http.MethodGet, "/fast", nil, false, nil); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	t0 = time.Now()

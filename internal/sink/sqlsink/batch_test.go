@@ -211,3 +211,39 @@ func TestChunkRows(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchDuplicateOfRefusedValue pins what a row both duplicate and
+// refused (its uuid stored, or earlier in the batch, and a value a CHECK
+// refuses) counts as. On SQLite and PostgreSQL the uuid decides: such a
+// row is a duplicate, skipped before the database looks at its values
+// (SQLite's INSERT OR IGNORE, PostgreSQL's COPY of the new uuids only).
+// MariaDB checks the row before the duplicate key, so it is poison there.
+// Either way the stored row is the first, and the others are stored.
+func TestBatchDuplicateOfRefusedValue(t *testing.T) {
+	eachDialect(t, func(t *testing.T, db *sql.DB, dl *dialect) {
+		ctx := t.Context()
+		w := checkedWriter(t, db, dl)
+		first := makeCapsule(t, "Checked", 1, 700, `{"n": 1}`)
+		if _, err := w.Write(ctx, []map[string]any{first}); err != nil {
+			t.Fatal(err)
+		}
+		batch := []map[string]any{
+			makeCapsule(t, "Checked", 1, 700, `{"n": 500}`), // stored uuid, refused value
+			makeCapsule(t, "Checked", 1, 701, `{"n": 2}`),
+			makeCapsule(t, "Checked", 1, 702, `{"n": 3}`),
+			makeCapsule(t, "Checked", 1, 702, `{"n": 600}`), // repeated uuid, refused value
+		}
+		res, err := w.Write(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dl.name == MySQL {
+			checkResult(t, "MariaDB", res, 2, 0, []int{0, 3})
+		} else {
+			checkResult(t, string(dl.name), res, 2, 2, nil)
+		}
+		checkCounts(t, db, dl, map[string]int{"Checked_1": 3})
+		checkRow(t, db, dl, "Checked_1", first["uuid"].(string), map[string]any{"event_n": int64(1)})
+		checkRow(t, db, dl, "Checked_1", batch[2]["uuid"].(string), map[string]any{"event_n": int64(3)})
+	})
+}

@@ -159,6 +159,12 @@
 //     session and layout, emptied at commit), then INSERT … SELECT … ON
 //     CONFLICT (uuid) DO NOTHING into the table.
 //
+// A row whose uuid is stored already, or earlier in the batch, is a
+// duplicate on SQLite and PostgreSQL whatever its values: it is skipped
+// before the database looks at them. MariaDB checks a row's values before
+// its key, so there a duplicate with a value it refuses is poison
+// (TestBatchDuplicateOfRefusedValue). The row stored is the same.
+//
 // SQLite statements also stay under about 4 MiB of values, MySQL ones
 // under 224 KiB (so that the driver reuses its packet buffer); the rows
 // left after the full-size statements go in statements of a power of two

@@ -183,12 +183,7 @@ const directSavepoint = "eventlogging_direct_copy"
 // database refused a value. The transaction is then back where it was,
 // and the caller stages the rows, which sorts out either case.
 func (w *Writer) copyDirect(ctx context.Context, tx pgx.Tx, table string, st *pgStage, rows []pendingRow) (n int, ok bool, err error) {
-	uuids := make([]string, 0, len(rows))
-	for _, r := range rows {
-		if u := r.vals[0].(string); len(uuids) == 0 || u != uuids[len(uuids)-1] {
-			uuids = append(uuids, u)
-		}
-	}
+	uuids := distinctUUIDs(rows)
 	stored, err := storedUUIDs(ctx, tx, st.stored, uuids)
 	if err != nil {
 		return 0, false, err

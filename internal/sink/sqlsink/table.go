@@ -327,6 +327,18 @@ func (w *Writer) insertLayout(ctx context.Context, tx *sql.Tx, table string, l *
 	return inserted, nil
 }
 
+// distinctUUIDs returns the uuids of rows, which are sorted by uuid, once
+// each, in order.
+func distinctUUIDs(rows []pendingRow) []string {
+	uuids := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if u := r.vals[0].(string); len(uuids) == 0 || u != uuids[len(uuids)-1] {
+			uuids = append(uuids, u)
+		}
+	}
+	return uuids
+}
+
 // errIgnoredRow is a permanent error (dialect.permanent): SQLite's INSERT
 // OR IGNORE skipped a row whose uuid is not in the table, so some other
 // constraint refused it.
@@ -339,21 +351,21 @@ var errIgnoredRow = errors.New("a row broke a constraint of the table other than
 // rows one at a time with the exact statement, which names the poison.
 // Only a batch holding duplicates pays for the query.
 func (w *Writer) checkIgnored(ctx context.Context, tx *sql.Tx, table string, rows []pendingRow, inserted int) error {
-	var uuids []any
-	for i, r := range rows {
-		if i == 0 || r.vals[0] != rows[i-1].vals[0] {
-			uuids = append(uuids, r.vals[0])
-		}
-	}
+	uuids := distinctUUIDs(rows)
 	if inserted == len(uuids) {
 		return nil // every skipped row repeats a uuid of the batch
 	}
 	want, found := len(uuids), 0
+	args := make([]any, 0, min(len(uuids), 1000))
 	for len(uuids) > 0 {
 		n := min(len(uuids), 1000)
+		args = args[:0]
+		for _, u := range uuids[:n] {
+			args = append(args, u)
+		}
 		q := "SELECT count(*) FROM " + w.d.quote(table) + " WHERE " + w.d.quote("uuid") + " IN (?" + strings.Repeat(",?", n-1) + ")"
 		var c int
-		if err := tx.QueryRowContext(ctx, q, uuids[:n]...).Scan(&c); err != nil {
+		if err := tx.QueryRowContext(ctx, q, args...).Scan(&c); err != nil {
 			return err
 		}
 		found += c

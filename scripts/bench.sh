@@ -88,21 +88,10 @@ if $e2e; then
 	pids+=($!)
 	for _ in $(seq 100); do curl -sf http://127.0.0.1:18280/readyz >/dev/null && break; sleep 0.2; done
 	log "end to end: ${BENCH_MODE:-beacon} → intake → Kafka → processor → sink (SQL${files:+ and Parquet}) → $out/e2e.json"
-	# CPU seconds of a process so far (user + system), from /proc.
-	cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
-	kpid=$(cat "${TMPDIR:-/tmp}/eventlogging-kafka-$KAFKA_PORT/kafka.pid")
-	roles=(intake processor sink kafka)
-	rpids=("${pids[0]}" "${pids[1]}" "${pids[2]}" "$kpid")
-	before=()
-	for p in "${rpids[@]}"; do before+=("$(cpu "$p")"); done
-	start=$(date +%s.%N)
-	TIMEFORMAT='bench %U %S'
-	{ time "$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --schemas "$schemas" --mode "${BENCH_MODE:-beacon}" --batch "${BENCH_BATCH:-50}" --concurrency 32 \
-		--duration 30s --invalid 0 --json >"$out/e2e.json"; } 2>"$work/bench-time.txt"
-	run=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/e2e.json")
-	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"]["accepted"])' "$out/e2e.json")
-	# Rows of this run in every table, distinct uuids, until all arrived.
-	python3 - "$work/e2e.db" "bench-$run" "$want" "$start" >"$out/e2e-sql.txt" <<'PY'
+	# in_sql RUN WANT START: waits until WANT distinct uuids of bench run RUN
+	# are in SQL (every table), then prints the count and the rate since START.
+	in_sql() {
+		python3 - "$work/e2e.db" "bench-$1" "$2" "$3" <<'PY'
 import sqlite3, sys, time
 db, wiki, want, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 deadline = time.time() + 300
@@ -124,6 +113,34 @@ took = time.time() - start
 print(f"sent and accepted {want}; in SQL {uuids} distinct uuids in {rows} rows; lost {want - uuids}; duplicates {rows - uuids}")
 print(f"end to end into SQL: {want / took:.0f} events/s ({took:.1f} s from the first request to the last row)")
 PY
+	}
+	# A warm-up run first (BENCH_WARMUP seconds, default 10; 0: none), counted
+	# nowhere: the broker is a fresh JVM, and its first seconds of load
+	# compile its hot paths, which a running broker has long done.
+	warm=${BENCH_WARMUP:-10}
+	if [ "$warm" != 0 ]; then
+		log "warm-up: ${warm}s of the same load, not measured"
+		"$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --schemas "$schemas" --mode "${BENCH_MODE:-beacon}" --batch "${BENCH_BATCH:-50}" --concurrency 32 \
+			--duration "${warm}s" --invalid 0 --json >"$work/warmup.json"
+		wrun=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$work/warmup.json")
+		wwant=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"]["accepted"])' "$work/warmup.json")
+		in_sql "$wrun" "$wwant" "$(date +%s.%N)" >"$work/warmup-sql.txt"
+		log "warm-up: $(head -1 "$work/warmup-sql.txt")"
+	fi
+	# CPU seconds of a process so far (user + system), from /proc.
+	cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+	kpid=$(cat "${TMPDIR:-/tmp}/eventlogging-kafka-$KAFKA_PORT/kafka.pid")
+	roles=(intake processor sink kafka)
+	rpids=("${pids[0]}" "${pids[1]}" "${pids[2]}" "$kpid")
+	before=()
+	for p in "${rpids[@]}"; do before+=("$(cpu "$p")"); done
+	start=$(date +%s.%N)
+	TIMEFORMAT='bench %U %S'
+	{ time "$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --schemas "$schemas" --mode "${BENCH_MODE:-beacon}" --batch "${BENCH_BATCH:-50}" --concurrency 32 \
+		--duration 30s --invalid 0 --json >"$out/e2e.json"; } 2>"$work/bench-time.txt"
+	run=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/e2e.json")
+	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"]["accepted"])' "$out/e2e.json")
+	in_sql "$run" "$want" "$start" >"$out/e2e-sql.txt"
 	# CPU per role over the run, per event accepted.
 	{
 		printf '%-10s %12s %12s\n' role cpu_seconds us_per_event

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -173,52 +174,121 @@ func (w *Writer) copyTx(ctx context.Context, pc *pgx.Conn, table string, rows []
 // COPY fails.
 const directSavepoint = "eventlogging_direct_copy"
 
+// pgUniqueViolation is PostgreSQL's SQLSTATE for a row a unique index
+// refused.
+const pgUniqueViolation = "23505"
+
 // copyDirect copies the rows of one layout (sorted by uuid, then batch
 // order, as writeTable leaves them) straight into table, skipping those
 // whose uuid the table already holds and all but the first of a uuid in
 // the batch: the rows the staging's INSERT … ON CONFLICT DO NOTHING
 // would insert, in the same order, without writing and reading them
-// twice. ok is false when the COPY failed: a concurrent writer committed
-// one of the uuids after the check (the unique index refuses it), or the
-// database refused a value. The transaction is then back where it was,
-// and the caller stages the rows, which sorts out either case.
+// twice.
+//
+// A table's batches rarely hold stored uuids (only those Kafka delivers
+// again after a restart do), so unless the table's last batch met some
+// (tableState.pgStored), the rows are first copied without asking which
+// uuids are stored: the SELECT of 1,000 uuids took about an eighth of a
+// batch's time. Should the unique index refuse one of them, the
+// transaction goes back to before the COPY, and the rows are copied again
+// without those the table holds (copyChecked); so they are when the
+// database refused a value.
+//
+// ok is false when the COPY failed otherwise: the database refused a
+// value, or a concurrent writer committed one of the uuids after the
+// check. The transaction is then back where it was, and the caller stages
+// the rows, which sorts out either case.
 func (w *Writer) copyDirect(ctx context.Context, tx pgx.Tx, table string, st *pgStage, rows []pendingRow) (n int, ok bool, err error) {
+	t := w.table(table)
+	if t.pgStored.Load() {
+		return w.copyChecked(ctx, tx, table, st, rows, t)
+	}
+	keep := rows
+	if uuids := distinctUUIDs(rows); len(uuids) < len(rows) {
+		keep = withoutStored(rows, len(uuids), nil)
+	}
+	copied, err := w.copySaved(ctx, tx, table, st, keep)
+	if !errors.Is(err, errRolledBack) {
+		return int(copied), err == nil, err
+	}
+	// A stored uuid, or a value the database refuses: copy again as
+	// before this shortcut, which leaves out the stored uuids (a refused
+	// row among them is then a duplicate, as on SQLite) and stages the
+	// rows should that COPY fail too.
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == pgUniqueViolation {
+		t.pgStored.Store(true)
+	}
+	w.copyRetries.Add(1)
+	w.log.Debug("direct COPY failed, copying again without stored uuids", "table", table, "rows", len(keep), "err", err)
+	return w.copyChecked(ctx, tx, table, st, rows, t)
+}
+
+// copyChecked is copyDirect after asking which of the rows' uuids table
+// holds; it records in t whether it held any.
+func (w *Writer) copyChecked(ctx context.Context, tx pgx.Tx, table string, st *pgStage, rows []pendingRow, t *tableState) (n int, ok bool, err error) {
 	uuids := distinctUUIDs(rows)
 	stored, err := storedUUIDs(ctx, tx, st.stored, uuids)
 	if err != nil {
 		return 0, false, err
 	}
+	t.pgStored.Store(len(stored) > 0)
 	keep := rows
 	if len(uuids) < len(rows) || len(stored) > 0 {
-		keep = make([]pendingRow, 0, len(uuids)-len(stored))
-		for i, r := range rows {
-			u := r.vals[0].(string)
-			if (i > 0 && u == rows[i-1].vals[0].(string)) || stored[u] {
-				continue
-			}
-			keep = append(keep, r)
-		}
+		keep = withoutStored(rows, len(uuids)-len(stored), stored)
 	}
 	if len(keep) == 0 {
 		return 0, true, nil
 	}
-	if _, err := tx.Exec(ctx, "SAVEPOINT "+directSavepoint); err != nil {
-		return 0, false, err
-	}
-	src := pgx.CopyFromSlice(len(keep), func(i int) ([]any, error) { return keep[i].vals, nil })
-	copied, err := tx.CopyFrom(ctx, pgx.Identifier{table}, st.cols, src)
-	if err != nil {
-		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+directSavepoint); rerr != nil {
-			return 0, false, errors.Join(err, rerr)
-		}
+	copied, err := w.copySaved(ctx, tx, table, st, keep)
+	if errors.Is(err, errRolledBack) {
 		w.copyFallbacks.Add(1)
 		w.log.Debug("direct COPY failed, staging the rows", "table", table, "rows", len(keep), "err", err)
 		return 0, false, nil
 	}
-	if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT "+directSavepoint); err != nil {
+	if err != nil {
 		return 0, false, err
 	}
 	return int(copied), true, nil
+}
+
+// withoutStored returns rows (sorted by uuid) without all but the first
+// of each uuid and without the uuids in stored; n is a capacity hint.
+func withoutStored(rows []pendingRow, n int, stored map[string]bool) []pendingRow {
+	keep := make([]pendingRow, 0, n)
+	for i, r := range rows {
+		u := r.vals[0].(string)
+		if (i > 0 && u == rows[i-1].vals[0].(string)) || stored[u] {
+			continue
+		}
+		keep = append(keep, r)
+	}
+	return keep
+}
+
+// errRolledBack wraps the error of a COPY copySaved undid.
+var errRolledBack = errors.New("rolled back to the savepoint")
+
+// copySaved copies rows into table under a savepoint. When the COPY
+// fails, the transaction goes back to the savepoint and the error wraps
+// both errRolledBack and the COPY's error; an error without
+// errRolledBack leaves the transaction unusable.
+func (w *Writer) copySaved(ctx context.Context, tx pgx.Tx, table string, st *pgStage, rows []pendingRow) (int64, error) {
+	if _, err := tx.Exec(ctx, "SAVEPOINT "+directSavepoint); err != nil {
+		return 0, err
+	}
+	src := pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) { return rows[i].vals, nil })
+	copied, err := tx.CopyFrom(ctx, pgx.Identifier{table}, st.cols, src)
+	if err != nil {
+		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+directSavepoint); rerr != nil {
+			return 0, errors.Join(err, rerr)
+		}
+		return 0, fmt.Errorf("%w: %w", errRolledBack, err)
+	}
+	if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT "+directSavepoint); err != nil {
+		return 0, err
+	}
+	return copied, nil
 }
 
 // storedUUIDs runs query (pgStage.stored) for uuids and returns those

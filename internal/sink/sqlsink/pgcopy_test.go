@@ -9,7 +9,9 @@ import (
 
 // TestPostgresDirectCopy: on PostgreSQL a batch goes straight into the
 // table (no staging) when none of its uuids is being written by someone
-// else, also when some are stored already or repeated in the batch.
+// else, also when some are stored already or repeated in the batch. The
+// first COPY that meets stored uuids is made again without them, and the
+// table's batches ask for stored uuids until one holds none.
 func TestPostgresDirectCopy(t *testing.T) {
 	_, dsn := dbtest.Postgres(t)
 	db := openDSN(t, Postgres, dsn)
@@ -34,18 +36,44 @@ func TestPostgresDirectCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkResult(t, "all stored", res, 0, 20, nil)
+	if !w.table("Types_1").pgStored.Load() {
+		t.Error("after a batch of stored uuids: the next batch would not ask for them")
+	}
+	res, err = w.Write(ctx, typesRows(t, 3000, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, "new rows", res, 5, 0, nil)
+	if w.table("Types_1").pgStored.Load() {
+		t.Error("after a batch without stored uuids: the next batch would ask for them")
+	}
+	res, err = w.Write(ctx, append(typesRows(t, 4000, 5), typesRows(t, 4000, 2)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, "new rows, repeated", res, 5, 2, nil)
 	if n := w.copyFallbacks.Load(); n != 0 {
 		t.Errorf("%d batches were staged, want none", n)
 	}
-	checkCounts(t, db, mustDialect(t, Postgres), map[string]int{"Types_1": 20})
+	if n := w.copyRetries.Load(); n != 1 {
+		t.Errorf("%d COPYs met a stored uuid, want 1 (the second batch's)", n)
+	}
+	checkCounts(t, db, mustDialect(t, Postgres), map[string]int{"Types_1": 30})
 }
 
 // TestPostgresCopyRace: another session stores one of a batch's uuids
-// after the batch looked for stored uuids and commits while the batch's
-// COPY waits for it. The COPY fails on the unique index; the batch is
-// then staged, and stores every other row, keeps the other session's row
-// as it is, and counts it as a duplicate.
+// and commits while the batch's COPY waits for it. The COPY fails on the
+// unique index. Made without asking for stored uuids, it is made again
+// without the other session's; made after asking (before the other
+// session committed), the batch is staged. Either way every other row is
+// stored, the other session's row is kept as it is and counted as a
+// duplicate.
 func TestPostgresCopyRace(t *testing.T) {
+	t.Run("unchecked", func(t *testing.T) { testCopyRace(t, false) })
+	t.Run("checked", func(t *testing.T) { testCopyRace(t, true) })
+}
+
+func testCopyRace(t *testing.T, checked bool) {
 	_, dsn := dbtest.Postgres(t)
 	db := openDSN(t, Postgres, dsn)
 	ctx := t.Context()
@@ -56,6 +84,7 @@ func TestPostgresCopyRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	raced := rows[7]["uuid"].(string)
+	w.table("Types_1").pgStored.Store(checked)
 
 	other, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -101,8 +130,15 @@ func TestPostgresCopyRace(t *testing.T) {
 		t.Fatal(got.err)
 	}
 	checkResult(t, "raced batch", got.res, 18, 1, nil)
-	if n := w.copyFallbacks.Load(); n != 1 {
-		t.Errorf("%d batches staged, want 1", n)
+	wantStaged, wantRetried := int64(0), int64(1)
+	if checked {
+		wantStaged, wantRetried = 1, 0
+	}
+	if n := w.copyFallbacks.Load(); n != wantStaged {
+		t.Errorf("%d batches staged, want %d", n, wantStaged)
+	}
+	if n := w.copyRetries.Load(); n != wantRetried {
+		t.Errorf("%d COPYs made again without stored uuids, want %d", n, wantRetried)
 	}
 	checkCounts(t, db, dl, map[string]int{"Types_1": 20})
 	checkRow(t, db, dl, "Types_1", raced, map[string]any{"event_label": "the other session"})

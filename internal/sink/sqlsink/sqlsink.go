@@ -221,6 +221,9 @@ type Writer struct {
 	// copyFallbacks counts the PostgreSQL batches whose direct COPY
 	// failed and which went through the staging table (copyDirect).
 	copyFallbacks atomic.Int64
+	// copyRetries counts the PostgreSQL COPYs made without asking for
+	// stored uuids that met one (copyDirect).
+	copyRetries atomic.Int64
 }
 
 // NewWriter returns a Writer storing capsules in db, a database of

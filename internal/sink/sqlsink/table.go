@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/eventlogging/eventlogging/internal/schema"
 )
@@ -32,6 +33,10 @@ type tableState struct {
 	// checked holds the layouts known to fit the table: "" when they do,
 	// else why not (the rows are poison).
 	checked map[schema.ID]string
+	// pgStored is set when the table's last PostgreSQL batch held uuids
+	// the table had stored: the next asks for them before its COPY
+	// (copyDirect).
+	pgStored atomic.Bool
 }
 
 func (w *Writer) table(name string) *tableState {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -174,10 +173,6 @@ func (w *Writer) copyTx(ctx context.Context, pc *pgx.Conn, table string, rows []
 // COPY fails.
 const directSavepoint = "eventlogging_direct_copy"
 
-// pgUniqueViolation is PostgreSQL's SQLSTATE for a row a unique index
-// refused.
-const pgUniqueViolation = "23505"
-
 // copyDirect copies the rows of one layout (sorted by uuid, then batch
 // order, as writeTable leaves them) straight into table, skipping those
 // whose uuid the table already holds and all but the first of a uuid in
@@ -215,10 +210,6 @@ func (w *Writer) copyDirect(ctx context.Context, tx pgx.Tx, table string, st *pg
 	// before this shortcut, which leaves out the stored uuids (a refused
 	// row among them is then a duplicate, as on SQLite) and stages the
 	// rows should that COPY fail too.
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) && pg.Code == pgUniqueViolation {
-		t.pgStored.Store(true)
-	}
 	w.copyRetries.Add(1)
 	w.log.Debug("direct COPY failed, copying again without stored uuids", "table", table, "rows", len(keep), "err", err)
 	return w.copyChecked(ctx, tx, table, st, rows, t)

@@ -247,3 +247,32 @@ func TestBatchDuplicateOfRefusedValue(t *testing.T) {
 		checkRow(t, db, dl, "Checked_1", batch[2]["uuid"].(string), map[string]any{"event_n": int64(3)})
 	})
 }
+
+// TestBatchConvertedOnTwoCores: a batch large enough for convertRows to
+// split keeps every row's poison reason and index in both halves, and
+// stores the others once.
+func TestBatchConvertedOnTwoCores(t *testing.T) {
+	eachDialect(t, func(t *testing.T, db *sql.DB, dl *dialect) {
+		ctx := t.Context()
+		w := newTestWriter(t, db, testResolver(t), Config{Dialect: dl.name})
+		batch := typesRows(t, 5000, 2*parallelRows)
+		var poison []int
+		for _, i := range []int{3, parallelRows - 1, parallelRows, 2*parallelRows - 2} {
+			batch[i] = makeCapsule(t, "Types", 1, int64(9000+i), `{"big": 99999999999999999999}`)
+			poison = append(poison, i)
+		}
+		batch = append(batch, batch[7], batch[parallelRows+7]) // repeated
+		res, err := w.Write(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkResult(t, "two halves", res, 2*parallelRows-4, 2, poison)
+		for _, p := range res.Poison {
+			if !strings.Contains(p.Reason, "/event/big: 99999999999999999999: out of BIGINT range") {
+				t.Errorf("poison %d: %s", p.Index, p.Reason)
+			}
+		}
+		checkCounts(t, db, dl, map[string]int{"Types_1": 2*parallelRows - 4})
+		checkRow(t, db, dl, "Types_1", batch[parallelRows+1]["uuid"].(string), map[string]any{"event_big": int64(5000 + parallelRows + 1)})
+	})
+}

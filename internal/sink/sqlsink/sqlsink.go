@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -342,34 +343,43 @@ type pendingRow struct {
 // tables may hold their rows: a retry counts those as duplicates.
 func (w *Writer) Write(ctx context.Context, batch []map[string]any) (Result, error) {
 	var res Result
-	groups := map[string][]pendingRow{}
-	var order []string
+	// Each row's layout first, in batch order (schemas resolve here).
+	layouts := make([]*layout, len(batch))
+	reasons := make([]string, len(batch))
 	seen := map[schema.ID]prepared{}
-	// The rows' values share a few large allocations instead of one each.
-	var slab []any
+	cols := 0
 	for i, c := range batch {
 		l, reason, err := w.prepare(ctx, c, seen)
 		if err != nil {
 			return res, err
 		}
-		if reason != "" {
-			res.Poison = append(res.Poison, PoisonRow{Index: i, Reason: reason})
+		layouts[i], reasons[i] = l, reason
+		if reason == "" {
+			cols += len(l.columns)
+		}
+	}
+	// Then the values: the rows' share one allocation, and a large batch
+	// is converted on two cores (convertRows).
+	slab := make([]any, cols)
+	vals := make([][]any, len(batch))
+	for i, l := range layouts {
+		if reasons[i] == "" {
+			n := len(l.columns)
+			vals[i], slab = slab[:n:n], slab[n:]
+		}
+	}
+	w.convertRows(batch, layouts, vals, reasons)
+	groups := map[string][]pendingRow{}
+	var order []string
+	for i, l := range layouts {
+		if reasons[i] != "" {
+			res.Poison = append(res.Poison, PoisonRow{Index: i, Reason: reasons[i]})
 			continue
 		}
-		n := len(l.columns)
-		if cap(slab)-len(slab) < n {
-			slab = make([]any, 0, n*(len(batch)-i))
-		}
-		vals := slab[len(slab) : len(slab)+n : len(slab)+n]
-		if rerr := l.rowInto(vals, c, w.d); rerr != nil {
-			res.Poison = append(res.Poison, PoisonRow{Index: i, Reason: rerr.Error()})
-			continue
-		}
-		slab = slab[:len(slab)+n]
 		if _, ok := groups[l.table]; !ok {
 			order = append(order, l.table)
 		}
-		groups[l.table] = append(groups[l.table], pendingRow{index: i, l: l, vals: vals})
+		groups[l.table] = append(groups[l.table], pendingRow{index: i, l: l, vals: vals[i]})
 	}
 	for _, table := range order {
 		rows := groups[table]
@@ -384,6 +394,40 @@ func (w *Writer) Write(ctx context.Context, batch []map[string]any) (Result, err
 	}
 	sortPoison(res.Poison)
 	return res, nil
+}
+
+// parallelRows is the least rows convertRows splits between two
+// goroutines.
+const parallelRows = 256
+
+// convertRows fills vals[i] with batch[i]'s row in layouts[i], for each
+// row without a reason yet, and sets the reason of each that does not
+// fit. A large batch is split in two halves converted at the same time:
+// converting is a sixth to a fifth of a batch's time, done while the
+// database waits.
+func (w *Writer) convertRows(batch []map[string]any, layouts []*layout, vals [][]any, reasons []string) {
+	convert := func(from, to int) {
+		for i := from; i < to; i++ {
+			if reasons[i] != "" {
+				continue
+			}
+			if err := layouts[i].rowInto(vals[i], batch[i], w.d); err != nil {
+				reasons[i] = err.Error()
+			}
+		}
+	}
+	if len(batch) < parallelRows || runtime.GOMAXPROCS(0) < 2 {
+		convert(0, len(batch))
+		return
+	}
+	half := len(batch) / 2
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		convert(half, len(batch))
+	}()
+	convert(0, half)
+	<-done
 }
 
 func sortPoison(p []PoisonRow) {

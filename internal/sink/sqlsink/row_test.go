@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/big"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -188,7 +187,7 @@ func TestSQLiteDSN(t *testing.T) {
 
 func TestOpenSQLiteSettings(t *testing.T) {
 	db := openSQLite(t)
-	for pragma, want := range map[string]string{"journal_mode": "wal", "busy_timeout": "10000", "synchronous": "1", "foreign_keys": "0", "page_size": "16384"} {
+	for pragma, want := range map[string]string{"journal_mode": "wal", "busy_timeout": "10000", "synchronous": "1", "foreign_keys": "0"} {
 		var got string
 		if err := db.QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
 			t.Fatal(err)
@@ -196,42 +195,6 @@ func TestOpenSQLiteSettings(t *testing.T) {
 		if got != want {
 			t.Errorf("PRAGMA %s = %s, want %s", pragma, got, want)
 		}
-	}
-}
-
-// TestSQLitePageSize: Open's page size is for new files only; a file made
-// with SQLite's default pages keeps them and takes writes, and a DSN's own
-// page_size wins.
-func TestSQLitePageSize(t *testing.T) {
-	ctx := t.Context()
-	pageSize := func(db *sql.DB) string {
-		t.Helper()
-		var got string
-		if err := db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
-	old := filepath.Join(t.TempDir(), "old.db")
-	db := openDSN(t, SQLite, old+"?_pragma=page_size(4096)")
-	if _, err := db.ExecContext(ctx, "CREATE TABLE t (x TEXT)"); err != nil {
-		t.Fatal(err)
-	}
-	if got := pageSize(db); got != "4096" {
-		t.Errorf("DSN page_size(4096): page_size %s", got)
-	}
-	_ = db.Close()
-	db = openDSN(t, SQLite, old)
-	if got := pageSize(db); got != "4096" {
-		t.Errorf("reopened 4 KiB file: page_size %s, want 4096", got)
-	}
-	w, err := NewWriter(db, testResolver(t), Config{Dialect: SQLite})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch := []map[string]any{makeCapsule(t, "Bench", 1, 1, benchEvent)}
-	if res, err := w.Write(ctx, batch); err != nil || res.Inserted != 1 {
-		t.Fatalf("write to the 4 KiB file: %+v, %v", res, err)
 	}
 }
 

@@ -26,14 +26,6 @@ import (
 // sqliteCacheKiB is the page cache of each SQLite connection Open sets.
 const sqliteCacheKiB = 16 << 10
 
-// sqlitePageSize is the page size Open asks for. It applies only to a
-// database file created by the connection (SQLite fixes the page size of
-// a file at its first write; an existing file keeps its own). Rows of
-// real-sized events are near a kilobyte: 16 KiB pages hold four times as
-// many of them as SQLite's default 4 KiB, so a batch writes a quarter of
-// the WAL frames and b-tree pages (BenchmarkWrite: 15-20 % more rows/s).
-const sqlitePageSize = 16 << 10
-
 // Pool limits set by Open.
 const (
 	maxOpenConns    = 8
@@ -46,9 +38,8 @@ const (
 //
 // SQLite (dsn: a file path or file: URI): WAL journal, busy_timeout 10s,
 // synchronous=NORMAL, foreign keys off, write transactions that take
-// the lock at BEGIN (_txlock=immediate), temp_store=MEMORY, a 16 MiB
-// page cache per connection (_pragma=cache_size(-16384)) and, for a new
-// database file, 16 KiB pages (_pragma=page_size(16384)), each unless the
+// the lock at BEGIN (_txlock=immediate), temp_store=MEMORY and a 16 MiB
+// page cache per connection (_pragma=cache_size(-16384)), each unless the
 // DSN sets it; an in-memory database gets one connection, a file four.
 //
 // MySQL/MariaDB (dsn: go-sql-driver syntax, user:pass@tcp(host:3306)/db):
@@ -146,7 +137,6 @@ func sqliteDSN(dsn string) string {
 	}
 	pragma("temp_store", "memory")
 	pragma("cache_size", strconv.Itoa(-sqliteCacheKiB))
-	pragma("page_size", strconv.Itoa(sqlitePageSize))
 	return base + "?" + q.Encode()
 }
 

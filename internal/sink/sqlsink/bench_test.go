@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"strconv"
 	"syscall"
 	"testing"
@@ -109,7 +110,10 @@ func benchCapsules(b *testing.B) func() []map[string]any {
 	}
 }
 
-// runBench writes a first batch (creating the table), then times write
+// runBench writes a first batch (creating the table) and, when
+// EVENTLOGGING_BENCH_PREFILL is set, that many more rows (a table of
+// production size: on SQLite a commit writes about one page of the uuid
+// index per row once the index is larger than a batch), then times write
 // over b.N new batches (made untimed) and reports rows/s, and the CPU
 // time of this process (user and system, all threads) per row spent in
 // write: on a loaded machine rows/s measures the scheduler as much as the
@@ -118,6 +122,17 @@ func benchCapsules(b *testing.B) func() []map[string]any {
 func runBench[T any](b *testing.B, newBatch func() []T, write func([]T) error) {
 	if err := write(newBatch()); err != nil {
 		b.Fatal(err)
+	}
+	if v := os.Getenv("EVENTLOGGING_BENCH_PREFILL"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatalf("EVENTLOGGING_BENCH_PREFILL=%q: %v", v, err)
+		}
+		for range n / benchBatchSize {
+			if err := write(newBatch()); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	b.ReportAllocs()
 	var cpu time.Duration

@@ -149,15 +149,17 @@
 //     skips exactly the rows whose uuid exists (unlike INSERT IGNORE, which
 //     would also turn bad values into warnings), up to 1,000 rows or 65,535
 //     parameters;
-//   - PostgreSQL: one SELECT finds which of the batch's uuids the table
-//     holds; the other rows (the first of a uuid repeated in the batch)
+//   - PostgreSQL: the rows (the first of a uuid repeated in the batch)
 //     are copied (COPY, binary) straight into the table, under a
-//     savepoint. Should that COPY fail (a concurrent writer stored one of
-//     the uuids since, or the database refuses a value), the transaction
-//     goes back to the savepoint and the rows take the careful way: COPY
-//     into a temporary staging table of the session (created once per
-//     session and layout, emptied at commit), then INSERT … SELECT … ON
-//     CONFLICT (uuid) DO NOTHING into the table.
+//     savepoint. Should that COPY fail (a stored uuid, or a value the
+//     database refuses), the transaction goes back to the savepoint, one
+//     SELECT finds which of the batch's uuids the table holds, and the
+//     others are copied again; a table whose last batch held stored
+//     uuids asks first. Should that COPY fail too (a concurrent writer
+//     stored one of the uuids since, or the refused value), the rows take
+//     the careful way: COPY into a temporary staging table of the session
+//     (created once per session and layout, emptied at commit), then
+//     INSERT … SELECT … ON CONFLICT (uuid) DO NOTHING into the table.
 //
 // A row whose uuid is stored already, or earlier in the batch, is a
 // duplicate on SQLite and PostgreSQL whatever its values: it is skipped

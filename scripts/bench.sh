@@ -24,7 +24,11 @@
 #                             write Parquet files as well, counted by uuid
 #                             (with the test virtualenv's DuckDB) once the
 #                             sink has stopped; BENCH_SQLITE_QUERY is added to
-#                             the SQLite DSN, e.g. '_pragma=wal_autocheckpoint(10000)'
+#                             the SQLite DSN, e.g. '_pragma=wal_autocheckpoint(10000)';
+#                             BENCH_WARMUP seconds (default 10, 0 for none) of
+#                             the same load go first, unmeasured, and must be
+#                             in SQL before the measured 30 s start: the broker
+#                             is a fresh JVM that compiles its hot paths under load
 #
 # Run it on a quiet machine: every figure shares the cores with whatever
 # else runs.
@@ -118,7 +122,8 @@ PY
 	# nowhere: the broker is a fresh JVM, and its first seconds of load
 	# compile its hot paths, which a running broker has long done.
 	warm=${BENCH_WARMUP:-10}
-	if [ "$warm" != 0 ]; then
+	case $warm in '' | *[!0-9]*) log "BENCH_WARMUP=$warm: want whole seconds"; exit 2 ;; esac
+	if [ "$warm" -gt 0 ]; then
 		log "warm-up: ${warm}s of the same load, not measured"
 		"$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --schemas "$schemas" --mode "${BENCH_MODE:-beacon}" --batch "${BENCH_BATCH:-50}" --concurrency 32 \
 			--duration "${warm}s" --invalid 0 --json >"$work/warmup.json"
@@ -126,6 +131,10 @@ PY
 		wwant=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"]["accepted"])' "$work/warmup.json")
 		in_sql "$wrun" "$wwant" "$(date +%s.%N)" >"$work/warmup-sql.txt"
 		log "warm-up: $(head -1 "$work/warmup-sql.txt")"
+		if ! grep -q '; lost 0;' "$work/warmup-sql.txt"; then
+			log "warm-up: its events did not all reach SQL within 300 s; not measuring"
+			exit 1
+		fi
 	fi
 	# CPU seconds of a process so far (user + system), from /proc.
 	cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }

@@ -45,7 +45,7 @@ for b in range(101):
     with open(f"{work}/b{b}.tsv", "w") as f:
         for _ in range(1000):
             seq += 1
-            row[0], row[9] = str(uuid.uuid4()), str(seq)
+            row[0], row[9] = uuid.uuid4().hex, str(seq)  # 32 hex digits, as capsule.UUID writes them
             f.write("\t".join(row) + "\n")
 PY
 cols='"uuid","dt","timestamp","schema","revision","topic","wiki","webHost","recvFrom","seqId","userAgent","clientIp","event_action","event_editor","event_isAnon","event_isOversample","event_language","event_loadTime","event_pageId","event_pageNs","event_pageTitle","event_platform","event_referrer","event_revId","event_screen","event_screen_density","event_screen_height","event_screen_width","event_sessionToken","event_skin","event_tags","event_timing","event_userEditCount","event_userId","event_version"'

@@ -255,9 +255,10 @@ func TestBatchConvertedOnTwoCores(t *testing.T) {
 	eachDialect(t, func(t *testing.T, db *sql.DB, dl *dialect) {
 		ctx := t.Context()
 		w := newTestWriter(t, db, testResolver(t), Config{Dialect: dl.name})
-		batch := typesRows(t, 5000, 2*parallelRows)
+		// 2*parallelRows rows in all: the halves split at parallelRows.
+		batch := typesRows(t, 5000, 2*parallelRows-2)
 		var poison []int
-		for _, i := range []int{3, parallelRows - 1, parallelRows, 2*parallelRows - 2} {
+		for _, i := range []int{3, parallelRows - 1, parallelRows, 2*parallelRows - 3} {
 			batch[i] = makeCapsule(t, "Types", 1, int64(9000+i), `{"big": 99999999999999999999}`)
 			poison = append(poison, i)
 		}
@@ -266,13 +267,13 @@ func TestBatchConvertedOnTwoCores(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkResult(t, "two halves", res, 2*parallelRows-4, 2, poison)
+		checkResult(t, "two halves", res, 2*parallelRows-6, 2, poison)
 		for _, p := range res.Poison {
 			if !strings.Contains(p.Reason, "/event/big: 99999999999999999999: out of BIGINT range") {
 				t.Errorf("poison %d: %s", p.Index, p.Reason)
 			}
 		}
-		checkCounts(t, db, dl, map[string]int{"Types_1": 2*parallelRows - 4})
+		checkCounts(t, db, dl, map[string]int{"Types_1": 2*parallelRows - 6})
 		checkRow(t, db, dl, "Types_1", batch[parallelRows+1]["uuid"].(string), map[string]any{"event_big": int64(5000 + parallelRows + 1)})
 	})
 }

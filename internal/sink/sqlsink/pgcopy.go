@@ -206,12 +206,13 @@ func (w *Writer) copyDirect(ctx context.Context, tx pgx.Tx, table string, st *pg
 	if !errors.Is(err, errRolledBack) {
 		return int(copied), err == nil, err
 	}
-	// A stored uuid, or a value the database refuses: copy again as
-	// before this shortcut, which leaves out the stored uuids (a refused
-	// row among them is then a duplicate, as on SQLite) and stages the
-	// rows should that COPY fail too.
+	// A stored uuid, a value the database refuses, a lock timeout: copy
+	// again as before this shortcut, which leaves out the stored uuids (a
+	// refused row among them is then a duplicate, as on SQLite) and
+	// stages the rows should that COPY fail too. A batch with a refused
+	// value thus makes one COPY more than before, on its way to poison.
 	w.copyRetries.Add(1)
-	w.log.Debug("direct COPY failed, copying again without stored uuids", "table", table, "rows", len(keep), "err", err)
+	w.log.Debug("direct COPY failed, asking which uuids are stored and copying again", "table", table, "rows", len(keep), "err", err)
 	return w.copyChecked(ctx, tx, table, st, rows, t)
 }
 
@@ -271,7 +272,7 @@ func (w *Writer) copySaved(ctx context.Context, tx pgx.Tx, table string, st *pgS
 	src := pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) { return rows[i].vals, nil })
 	copied, err := tx.CopyFrom(ctx, pgx.Identifier{table}, st.cols, src)
 	if err != nil {
-		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+directSavepoint); rerr != nil {
+		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+directSavepoint+"; RELEASE SAVEPOINT "+directSavepoint); rerr != nil {
 			return 0, errors.Join(err, rerr)
 		}
 		return 0, fmt.Errorf("%w: %w", errRolledBack, err)

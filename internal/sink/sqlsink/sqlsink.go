@@ -213,7 +213,8 @@ type Writer struct {
 	// failed and which went through the staging table (copyDirect).
 	copyFallbacks atomic.Int64
 	// copyRetries counts the PostgreSQL COPYs made without asking for
-	// stored uuids that met one (copyDirect).
+	// stored uuids that failed, and were made again after asking
+	// (copyDirect).
 	copyRetries atomic.Int64
 }
 

@@ -92,6 +92,15 @@ if $e2e; then
 	pids+=($!)
 	for _ in $(seq 100); do curl -sf http://127.0.0.1:18280/readyz >/dev/null && break; sleep 0.2; done
 	log "end to end: ${BENCH_MODE:-beacon} → intake → Kafka → processor → sink (SQL${files:+ and Parquet}) → $out/e2e.json"
+	# load DURATION: the load, 32 clients, its JSON report on stdout.
+	load() {
+		"$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --schemas "$schemas" --mode "${BENCH_MODE:-beacon}" --batch "${BENCH_BATCH:-50}" --concurrency 32 \
+			--duration "$1" --invalid 0 --json
+	}
+	# report run_id|accepted FILE: a field of a load's report.
+	report() {
+		python3 -c 'import json,sys; r = json.load(open(sys.argv[2])); print(r["run_id"] if sys.argv[1] == "run_id" else r["events"]["accepted"])' "$1" "$2"
+	}
 	# in_sql RUN WANT START: waits until WANT distinct uuids of bench run RUN
 	# are in SQL (every table), then prints the count and the rate since START.
 	in_sql() {
@@ -125,11 +134,8 @@ PY
 	case $warm in '' | *[!0-9]*) log "BENCH_WARMUP=$warm: want whole seconds"; exit 2 ;; esac
 	if [ "$warm" -gt 0 ]; then
 		log "warm-up: ${warm}s of the same load, not measured"
-		"$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --schemas "$schemas" --mode "${BENCH_MODE:-beacon}" --batch "${BENCH_BATCH:-50}" --concurrency 32 \
-			--duration "${warm}s" --invalid 0 --json >"$work/warmup.json"
-		wrun=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$work/warmup.json")
-		wwant=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"]["accepted"])' "$work/warmup.json")
-		in_sql "$wrun" "$wwant" "$(date +%s.%N)" >"$work/warmup-sql.txt"
+		load "${warm}s" >"$work/warmup.json"
+		in_sql "$(report run_id "$work/warmup.json")" "$(report accepted "$work/warmup.json")" "$(date +%s.%N)" >"$work/warmup-sql.txt"
 		log "warm-up: $(head -1 "$work/warmup-sql.txt")"
 		if ! grep -q '; lost 0;' "$work/warmup-sql.txt"; then
 			log "warm-up: its events did not all reach SQL within 300 s; not measuring"
@@ -145,10 +151,9 @@ PY
 	for p in "${rpids[@]}"; do before+=("$(cpu "$p")"); done
 	start=$(date +%s.%N)
 	TIMEFORMAT='bench %U %S'
-	{ time "$el" bench --url http://127.0.0.1:18280 --kafka-brokers "$brokers" --schemas "$schemas" --mode "${BENCH_MODE:-beacon}" --batch "${BENCH_BATCH:-50}" --concurrency 32 \
-		--duration 30s --invalid 0 --json >"$out/e2e.json"; } 2>"$work/bench-time.txt"
-	run=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$out/e2e.json")
-	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"]["accepted"])' "$out/e2e.json")
+	{ time load 30s >"$out/e2e.json"; } 2>"$work/bench-time.txt"
+	run=$(report run_id "$out/e2e.json")
+	want=$(report accepted "$out/e2e.json")
 	in_sql "$run" "$want" "$start" >"$out/e2e-sql.txt"
 	# CPU per role over the run, per event accepted.
 	{

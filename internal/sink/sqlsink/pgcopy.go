@@ -199,10 +199,10 @@ func (w *Writer) copyDirect(ctx context.Context, tx pgx.Tx, table string, st *pg
 		return w.copyChecked(ctx, tx, table, st, rows, t)
 	}
 	keep := rows
-	if uuids := distinctUUIDs(rows); len(uuids) < len(rows) {
-		keep = withoutStored(rows, len(uuids), nil)
+	if repeatsUUID(rows) {
+		keep = withoutStored(rows, len(rows), nil)
 	}
-	copied, err := w.copySaved(ctx, tx, table, st, keep)
+	copied, err := copySaved(ctx, tx, table, st, keep)
 	if !errors.Is(err, errRolledBack) {
 		return int(copied), err == nil, err
 	}
@@ -232,7 +232,7 @@ func (w *Writer) copyChecked(ctx context.Context, tx pgx.Tx, table string, st *p
 	if len(keep) == 0 {
 		return 0, true, nil
 	}
-	copied, err := w.copySaved(ctx, tx, table, st, keep)
+	copied, err := copySaved(ctx, tx, table, st, keep)
 	if errors.Is(err, errRolledBack) {
 		w.copyFallbacks.Add(1)
 		w.log.Debug("direct COPY failed, staging the rows", "table", table, "rows", len(keep), "err", err)
@@ -242,6 +242,16 @@ func (w *Writer) copyChecked(ctx context.Context, tx pgx.Tx, table string, st *p
 		return 0, false, err
 	}
 	return int(copied), true, nil
+}
+
+// repeatsUUID reports whether rows (sorted by uuid) hold a uuid twice.
+func repeatsUUID(rows []pendingRow) bool {
+	for i := 1; i < len(rows); i++ {
+		if rows[i].vals[0].(string) == rows[i-1].vals[0].(string) {
+			return true
+		}
+	}
+	return false
 }
 
 // withoutStored returns rows (sorted by uuid) without all but the first
@@ -265,7 +275,7 @@ var errRolledBack = errors.New("rolled back to the savepoint")
 // fails, the transaction goes back to the savepoint and the error wraps
 // both errRolledBack and the COPY's error; an error without
 // errRolledBack leaves the transaction unusable.
-func (w *Writer) copySaved(ctx context.Context, tx pgx.Tx, table string, st *pgStage, rows []pendingRow) (int64, error) {
+func copySaved(ctx context.Context, tx pgx.Tx, table string, st *pgStage, rows []pendingRow) (int64, error) {
 	if _, err := tx.Exec(ctx, "SAVEPOINT "+directSavepoint); err != nil {
 		return 0, err
 	}

@@ -28,7 +28,7 @@ func (g *gatedProducer) TryProduce(m kafka.Message, cb func(error)) {
 	go func() { <-g.release; cb(nil) }()
 }
 
-func (g *gatedProducer) ProduceSync(ctx context.Context, msgs []kafka.Message) error {
+func (g *gatedProducer) produceSync(ctx context.Context, msgs []kafka.Message) error {
 	g.produced <- "sync"
 	select {
 	case <-g.release:
@@ -36,6 +36,10 @@ func (g *gatedProducer) ProduceSync(ctx context.Context, msgs []kafka.Message) e
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+func (g *gatedProducer) ProduceEach(ctx context.Context, msgs []kafka.Message, _ error) kafka.Outcome {
+	return outcomeOf(len(msgs), g.produceSync(ctx, msgs))
 }
 
 func (g *gatedProducer) Ping(context.Context) error { return nil }
@@ -121,8 +125,12 @@ func (f *failingProducer) TryProduce(m kafka.Message, cb func(error)) {
 	go func() { <-f.release; cb(errors.New("delivery timeout: broker unreachable")) }()
 }
 
-func (f *failingProducer) ProduceSync(context.Context, []kafka.Message) error {
+func (f *failingProducer) produceSync(context.Context, []kafka.Message) error {
 	return errors.New("broker unreachable")
+}
+
+func (f *failingProducer) ProduceEach(ctx context.Context, msgs []kafka.Message, _ error) kafka.Outcome {
+	return outcomeOf(len(msgs), f.produceSync(ctx, msgs))
 }
 
 func (f *failingProducer) Ping(context.Context) error { return errors.New("broker unreachable") }
@@ -157,7 +165,7 @@ func TestEnqueueKeepsSpoolRoomForTheBuffer(t *testing.T) {
 	}
 	// Kafka is found down (a synchronous produce fails): new records go to
 	// the spool directly, but not into the room set aside for the buffer.
-	if err := w.Deliver(t.Context(), []kafka.Message{msg}); !errors.Is(err, ErrUnavailable) {
+	if _, err := w.Deliver(t.Context(), []kafka.Message{msg}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Deliver with the spool's room all set aside: %v, want ErrUnavailable", err)
 	}
 	if err := w.Enqueue([]kafka.Message{msg}); !errors.Is(err, ErrUnavailable) {
@@ -171,4 +179,17 @@ func TestEnqueueKeepsSpoolRoomForTheBuffer(t *testing.T) {
 	if st := w.Stats(); st.Lost != 0 || q.Len() != accepted {
 		t.Fatalf("%d records lost, %d spooled, want 0 lost and %d spooled", st.Lost, q.Len(), accepted)
 	}
+}
+
+// outcomeOf is the Outcome of n records that all failed with err (nil:
+// all acknowledged), for fakes that fail whole calls.
+func outcomeOf(n int, err error) kafka.Outcome {
+	if err == nil {
+		return nil
+	}
+	o := make(kafka.Outcome, n)
+	for i := range o {
+		o[i] = err
+	}
+	return o
 }

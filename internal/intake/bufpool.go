@@ -62,6 +62,7 @@ type postScratch struct {
 	events  [][]byte
 	outs    []process.Output
 	results []EventResult
+	first   []int // each event's first output (firstOuts)
 	memo    process.IPMemo
 }
 
@@ -78,6 +79,14 @@ func (ps *postScratch) resultsFor(n int) []EventResult {
 	return ps.results[:n]
 }
 
+// firstOuts returns n ints for each event's first output index.
+func (ps *postScratch) firstOuts(n int) []int {
+	if cap(ps.first) < n {
+		ps.first = make([]int, n)
+	}
+	return ps.first[:n]
+}
+
 // release clears what ps holds (no event, record or answer outlives its
 // request through the pool) and returns it for reuse.
 func (ps *postScratch) release() {
@@ -85,7 +94,7 @@ func (ps *postScratch) release() {
 	clear(ps.outs[:cap(ps.outs)])
 	clear(ps.results[:cap(ps.results)])
 	ps.memo = process.IPMemo{}
-	if cap(ps.events) > maxPooledEvents || cap(ps.outs) > 2*maxPooledEvents || cap(ps.results) > maxPooledEvents {
+	if cap(ps.events) > maxPooledEvents || cap(ps.outs) > 2*maxPooledEvents || cap(ps.results) > maxPooledEvents || cap(ps.first) > maxPooledEvents {
 		return // an unusually large request: left to the collector
 	}
 	ps.events, ps.outs, ps.results = ps.events[:0], ps.outs[:0], ps.results[:0]

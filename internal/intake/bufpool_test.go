@@ -49,7 +49,7 @@ type capturingProducer struct {
 
 func (c *capturingProducer) TryProduce(_ kafka.Message, cb func(error)) { cb(nil) }
 func (c *capturingProducer) Ping(context.Context) error                 { return nil }
-func (c *capturingProducer) ProduceSync(_ context.Context, msgs []kafka.Message) error {
+func (c *capturingProducer) produceSync(_ context.Context, msgs []kafka.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range msgs {
@@ -62,6 +62,10 @@ func (c *capturingProducer) ProduceSync(_ context.Context, msgs []kafka.Message)
 		c.values[ev.Meta.ID] = bytes.Clone(m.Value)
 	}
 	return nil
+}
+
+func (c *capturingProducer) ProduceEach(ctx context.Context, msgs []kafka.Message, _ error) kafka.Outcome {
+	return outcomeOf(len(msgs), c.produceSync(ctx, msgs))
 }
 
 // TestPooledBuffersConcurrentPosts: POST bodies, records' values and

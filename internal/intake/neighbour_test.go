@@ -36,16 +36,16 @@ func TestDeliverNeighbourGone(t *testing.T) {
 	w := NewWriter(prod, q, WriterConfig{})
 	// Warm the producer (metadata, producer id), so that both records
 	// below wait in the same linger.
-	if err := w.Deliver(t.Context(), []kafka.Message{{Topic: "neighbours", Value: []byte("warm")}}); err != nil {
+	if _, err := w.Deliver(t.Context(), []kafka.Message{{Topic: "neighbours", Value: []byte("warm")}}); err != nil {
 		t.Fatal(err)
 	}
 	goneCtx, gone := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	var errGone, errStays error
-	wg.Go(func() { errGone = w.Deliver(goneCtx, []kafka.Message{{Topic: "neighbours", Value: []byte("gone")}}) })
+	wg.Go(func() { _, errGone = w.Deliver(goneCtx, []kafka.Message{{Topic: "neighbours", Value: []byte("gone")}}) })
 	time.Sleep(50 * time.Millisecond) // the first record of the batch is the one that goes away
 	wg.Go(func() {
-		errStays = w.Deliver(t.Context(), []kafka.Message{{Topic: "neighbours", Value: []byte("stays")}})
+		_, errStays = w.Deliver(t.Context(), []kafka.Message{{Topic: "neighbours", Value: []byte("stays")}})
 	})
 	time.Sleep(50 * time.Millisecond)
 	gone()

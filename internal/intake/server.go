@@ -37,6 +37,11 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxBatchEvents answers 413 for POSTed arrays with more events; default 1000.
 	MaxBatchEvents int
+	// MaxEventBytes answers 413 for a beacon or hasty event whose raw line
+	// (the event URL-encoded, with the intake's fields) would be larger:
+	// the processor would refuse it, and it might not fit a Kafka record.
+	// Default process.DefaultMaxEventBytes, the processor's own limit.
+	MaxEventBytes int
 	// CORSOrigin is sent as Access-Control-Allow-Origin; default "*".
 	CORSOrigin string
 	// TrustedProxies may set X-Forwarded-For; default none (the socket
@@ -120,6 +125,9 @@ func NewServer(w *Writer, val Validator, streams Streams, cfg Config) (*Server, 
 	if cfg.MaxBatchEvents <= 0 {
 		cfg.MaxBatchEvents = 1000
 	}
+	if cfg.MaxEventBytes <= 0 {
+		cfg.MaxEventBytes = process.DefaultMaxEventBytes
+	}
 	if cfg.CORSOrigin == "" {
 		cfg.CORSOrigin = "*"
 	}
@@ -177,6 +185,11 @@ func (s *Server) beacon(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	line := lineformat.AppendRawLine(make([]byte, 0, len(q)+128), []byte(q), s.cfg.RecvFrom, s.seq.Add(1), time.Now(), s.ip(r), r.UserAgent())
+	if len(line) > s.cfg.MaxEventBytes { // a user agent of a megabyte
+		m.reject("beacon", reasonTooLarge, 1)
+		writeError(rw, http.StatusRequestEntityTooLarge, fmt.Sprintf("beacon's raw record of %d bytes (the event with the user agent and the intake's fields) exceeds the %d-byte limit", len(line), s.cfg.MaxEventBytes))
+		return
+	}
 	if err := s.async(r.Context(), []kafka.Message{{Topic: s.cfg.RawTopic, Value: line}}); err != nil {
 		s.refuse(rw, r, "beacon", 1, err)
 		return
@@ -286,9 +299,11 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 		outs = make([]process.Output, 0, 2*len(events))
 	}
 	defer func() { ps.outs = outs }()
+	firstOut := ps.firstOuts(len(events)) // each event's first output
 	for i, ev := range events {
 		meta.SeqID = s.seq.Add(1)
 		var res process.Result
+		firstOut[i] = len(outs)
 		outs, res = s.val.ProcessEvent(r.Context(), ev, meta, outs)
 		er := EventResult{Index: i, UUID: res.UUID}
 		if res.Valid() {
@@ -302,9 +317,13 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 	}
 	// Valid events and the EventErrors of invalid ones are acknowledged
 	// (acks=all) or spooled before the answer.
-	if err := s.w.Deliver(r.Context(), outs); err != nil {
+	refused, err := s.w.Deliver(r.Context(), outs)
+	if err != nil {
 		s.refuse(rw, r, route, len(events), err)
 		return
+	}
+	if refused != nil {
+		s.refused(r.Context(), &resp, outs, refused, firstOut)
 	}
 	m.reject(route, reasonInvalid, resp.Invalid)
 	code := http.StatusCreated
@@ -374,11 +393,67 @@ func bodyReadSize(r *http.Request, limit int64) int {
 // readAhead bounds the buffer readBody allocates before the bytes arrive.
 const readAhead = 64 << 10
 
+// refused marks the events whose records Kafka refused for good (their
+// outputs in outs, refused[i] the error of outs[i]; firstOut[e] is event
+// e's first output) as invalid in resp: an event is answered accepted only
+// if it will be stored. Where the refused record is a valid event's, its
+// EventError (saying why) is delivered in its place.
+func (s *Server) refused(ctx context.Context, resp *PostResponse, outs []process.Output, refused kafka.Outcome, firstOut []int) {
+	var errs []process.Output
+	for e := range resp.Events {
+		end := len(outs)
+		if e+1 < len(firstOut) {
+			end = firstOut[e+1]
+		}
+		er := &resp.Events[e]
+		for i := firstOut[e]; i < end; i++ {
+			if refused[i] == nil {
+				continue
+			}
+			if er.Status == "accepted" {
+				resp.Accepted--
+				resp.Invalid++
+				er.Status, er.Topic = "invalid", ""
+				er.Code = capsule.CodeProcessor
+				er.Message = capsule.Truncate("Kafka refused the event's record: "+refused[i].Error(), capsule.MaxMessageBytes)
+				if ee, ok := s.refusedError(outs[i], refused[i]); ok {
+					errs = append(errs, ee)
+				}
+			}
+			break
+		}
+	}
+	if len(errs) > 0 {
+		if _, err := s.w.Deliver(ctx, errs); err != nil {
+			s.log.Warn("the EventErrors of records Kafka refused were not written", "records", len(errs), "err", err)
+		}
+	}
+}
+
+// refusedError is the EventError of a record Kafka refused, when the
+// validator makes them (the processor does).
+func (s *Server) refusedError(m process.Output, err error) (process.Output, bool) {
+	if rv, ok := s.val.(interface {
+		Refused(process.Output, error) (process.Output, bool)
+	}); ok {
+		return rv.Refused(m, err)
+	}
+	return process.Output{}, false
+}
+
+// errRefusedRecords is async's error when Kafka refused records of a
+// beacon or hasty POST for good (with AckAfterKafka).
+var errRefusedRecords = errors.New("Kafka refused the record")
+
 // async writes the records of a beacon or hasty POST: into the producer
 // buffer, or, with AckAfterKafka, until Kafka acknowledged them.
 func (s *Server) async(ctx context.Context, msgs []kafka.Message) error {
 	if s.cfg.AckAfterKafka {
-		return s.w.Deliver(ctx, msgs)
+		refused, err := s.w.Deliver(ctx, msgs)
+		if err == nil && refused != nil {
+			return fmt.Errorf("%w: %w", errRefusedRecords, refused.First())
+		}
+		return err
 	}
 	return s.w.Enqueue(msgs)
 }
@@ -390,6 +465,13 @@ func (s *Server) hasty(rw http.ResponseWriter, r *http.Request, events [][]byte)
 	for i, ev := range events {
 		q := lineformat.AppendQueryEscape(make([]byte, 0, len(ev)*2), ev)
 		msgs[i] = kafka.Message{Topic: s.cfg.RawTopic, Value: lineformat.AppendRawLine(make([]byte, 0, len(q)+128), q, s.cfg.RecvFrom, s.seq.Add(1), now, ip, ua)}
+		if n := len(msgs[i].Value); n > s.cfg.MaxEventBytes {
+			// Refused before anything is produced or spooled: the
+			// processor would refuse it, and Kafka might.
+			s.cfg.Metrics.reject("hasty", reasonTooLarge, len(events))
+			writeError(rw, http.StatusRequestEntityTooLarge, fmt.Sprintf("event %d: its raw record of %d bytes (the event URL-encoded, with the intake's fields) exceeds the %d-byte limit; send it without ?hasty=true for a per-event answer", i, n, s.cfg.MaxEventBytes))
+			return
+		}
 	}
 	if err := s.async(r.Context(), msgs); err != nil {
 		s.refuse(rw, r, "hasty", len(events), err)
@@ -522,6 +604,13 @@ func (s *Server) ready(rw http.ResponseWriter, r *http.Request) {
 // context ended): that is no refusal and no sign of overload, only counted
 // (reason client_gone) and logged at debug level.
 func (s *Server) refuse(rw http.ResponseWriter, r *http.Request, route string, n int, err error) {
+	if errors.Is(err, errRefusedRecords) {
+		// Kafka is up and refuses these records for good: a retry would
+		// be refused too, so no 503.
+		s.cfg.Metrics.reject(route, reasonTooLarge, n)
+		writeError(rw, http.StatusUnprocessableEntity, capsule.Truncate(err.Error(), capsule.MaxMessageBytes))
+		return
+	}
 	if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
 		s.cfg.Metrics.reject(route, reasonClientGone, n)
 		s.log.Debug("client disconnected before its events were acknowledged", "route", route, "events", n)

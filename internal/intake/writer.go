@@ -21,7 +21,10 @@ var ErrUnavailable = errors.New("intake: cannot accept events now (Kafka unreach
 // Producer is the Kafka side of a Writer (kafka.Producer).
 type Producer interface {
 	TryProduce(m kafka.Message, cb func(error))
-	ProduceSync(ctx context.Context, msgs []kafka.Message) error
+	// ProduceEach produces msgs and returns each one's outcome once all
+	// are acknowledged or failed (kafka.Producer.ProduceEach); topicErr
+	// is the error of creating their topics.
+	ProduceEach(ctx context.Context, msgs []kafka.Message, topicErr error) kafka.Outcome
 	Ping(ctx context.Context) error
 }
 
@@ -59,6 +62,9 @@ type Writer struct {
 	wake chan struct{} // nudges the replayer
 	mu   sync.Mutex    // orders spool appends against the replayer's drain check
 	lost atomic.Int64  // records lost: delivery failed and the spool refused them
+	// refused counts records Kafka refused for good (kafka.IsPermanent):
+	// never retried nor spooled.
+	refused atomic.Int64
 
 	// Every record in the producer buffer has room in the spool set aside,
 	// so that a delivery failure can always spool it: reserved is the
@@ -93,6 +99,8 @@ func NewWriter(prod Producer, q *spool.Queue, cfg WriterConfig) *Writer {
 // Stats are the Writer's counters.
 type Stats struct {
 	Spooled, Lost int64
+	// Refused are records Kafka refused for good, skipped.
+	Refused       int64
 	SpoolRecords  int
 	SpoolBytes    int64
 	KafkaDown     bool
@@ -100,7 +108,7 @@ type Stats struct {
 
 // Stats returns the current counters.
 func (w *Writer) Stats() Stats {
-	return Stats{Spooled: w.spools.Load(), Lost: w.lost.Load(), SpoolRecords: w.spool.Len(), SpoolBytes: w.spool.Bytes(), KafkaDown: w.down.Load()}
+	return Stats{Spooled: w.spools.Load(), Lost: w.lost.Load(), Refused: w.refused.Load(), SpoolRecords: w.spool.Len(), SpoolBytes: w.spool.Bytes(), KafkaDown: w.down.Load()}
 }
 
 // roomMaxAge is how long a reading of the spool's room is used before it
@@ -131,6 +139,12 @@ func (w *Writer) Enqueue(msgs []kafka.Message) error {
 			if err == nil {
 				return
 			}
+			if kafka.IsPermanent(err) {
+				// The record's own failure: Kafka is up, and would
+				// refuse it again. Neither spooled nor retried.
+				w.refuse(m, err)
+				return
+			}
 			if !errors.Is(err, kafka.ErrBufferFull) && w.down.CompareAndSwap(false, true) {
 				w.log.Warn("kafka delivery failed; spooling until it answers again", "err", err)
 			}
@@ -155,16 +169,19 @@ func (w *Writer) spoolRoom() int64 {
 
 // Deliver produces records and returns when all are acknowledged by all
 // in-sync replicas — or, when Kafka does not answer in SyncTimeout, once
-// they are fsync'd in the spool.
-func (w *Writer) Deliver(ctx context.Context, msgs []kafka.Message) error {
+// they are fsync'd in the spool. A record Kafka refuses for good
+// (kafka.IsPermanent) is neither retried nor spooled: its error is in the
+// returned Outcome (nil when there is none), and its neighbours are
+// acknowledged.
+func (w *Writer) Deliver(ctx context.Context, msgs []kafka.Message) (kafka.Outcome, error) {
 	if len(msgs) == 0 {
-		return nil
+		return nil, nil
 	}
 	if w.down.Load() || w.spool.Len() > 0 {
-		return w.toSpool(msgs)
+		return nil, w.toSpool(msgs)
 	}
 	if err := ctx.Err(); err != nil { // the client is gone already
-		return fmt.Errorf("intake: deliver: %w", err)
+		return nil, fmt.Errorf("intake: deliver: %w", err)
 	}
 	// The records are produced without the request's cancellation: the
 	// producer fails a whole batch by the context of its first record, so
@@ -173,23 +190,54 @@ func (w *Writer) Deliver(ctx context.Context, msgs []kafka.Message) error {
 	// spool everything after it. The records of a client that went away
 	// meanwhile are written anyway (a retry has the same uuid).
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.SyncTimeout)
-	err := w.ensureTopics(sctx, msgs)
-	if err == nil {
-		err = w.prod.ProduceSync(sctx, msgs)
-	}
+	res, err := w.produce(sctx, msgs)
 	cancel()
 	if err == nil {
-		return nil
+		for _, i := range res.Refused() {
+			w.refuse(msgs[i], res[i])
+		}
+		return res, nil
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("intake: deliver: %w", ctx.Err())
+		return nil, fmt.Errorf("intake: deliver: %w", ctx.Err())
 	}
 	if w.down.CompareAndSwap(false, true) {
 		w.log.Warn("kafka produce failed; spooling until it answers again", "err", err)
 	}
 	// Some records may have been written before the failure; replaying
-	// them duplicates, which the deterministic uuid makes harmless.
-	return w.toSpool(msgs)
+	// them duplicates, which the deterministic uuid makes harmless. The
+	// ones Kafka refused for good are not spooled.
+	if refused := res.Refused(); len(refused) > 0 {
+		keep := make([]kafka.Message, 0, len(msgs))
+		for i, m := range msgs {
+			if res[i] != nil && kafka.IsPermanent(res[i]) {
+				w.refuse(m, res[i])
+				continue
+			}
+			keep = append(keep, m)
+		}
+		return res.OnlyRefused(), w.toSpool(keep)
+	}
+	return nil, w.toSpool(msgs)
+}
+
+// produce creates msgs' topics and produces them; the error is the first
+// that is not the failure of one record for good (Kafka unreachable, a
+// timeout).
+func (w *Writer) produce(ctx context.Context, msgs []kafka.Message) (kafka.Outcome, error) {
+	err := w.ensureTopics(ctx, msgs)
+	var tr *kafka.TopicsRefusedError
+	if err != nil && !errors.As(err, &tr) {
+		return nil, err
+	}
+	res := w.prod.ProduceEach(ctx, msgs, err)
+	return res, res.Err()
+}
+
+// refuse counts and logs a record Kafka refused for good.
+func (w *Writer) refuse(m kafka.Message, err error) {
+	w.refused.Add(1)
+	w.log.Error("record refused by Kafka for good: not retried", "topic", m.Topic, "bytes", len(m.Value), "err", err)
 }
 
 // ensureTopics creates the topics of msgs that do not exist yet.
@@ -312,20 +360,32 @@ func (w *Writer) replayOnce(ctx context.Context) (int, error) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, w.cfg.SyncTimeout)
 	defer cancel()
-	if err := w.ensureTopics(sctx, msgs); err != nil {
-		return 0, err
+	res, perr := w.produce(sctx, msgs)
+	// The records leave the spool one by one, in order: every record up
+	// to the first that must be tried again, each either acknowledged or
+	// refused by Kafka for good (counted, logged, never tried again), so
+	// that no record is produced twice because a neighbour failed. A
+	// crash between the produce and the ack replays them (at least once).
+	done := len(recs)
+	if perr != nil {
+		done = 0
+		for done < len(recs) && (res[done] == nil || kafka.IsPermanent(res[done])) {
+			done++
+		}
 	}
-	if err := w.prod.ProduceSync(sctx, msgs); err != nil {
-		return 0, err
+	for i := range done {
+		if res != nil && res[i] != nil {
+			w.refuse(msgs[i], res[i])
+		}
 	}
-	// Acknowledged by Kafka: only now leave the spool. A crash between the
-	// two replays these records again (at least once).
-	if err := w.spool.Ack(len(recs)); err != nil {
-		return 0, err
+	if done > 0 {
+		if err := w.spool.Ack(done); err != nil {
+			return 0, err
+		}
+		w.roomAt.Store(0) // acked segments may have been deleted: read the room again
+		w.replayed.Add(int64(done))
 	}
-	w.roomAt.Store(0) // acked segments may have been deleted: read the room again
-	w.replayed.Add(int64(len(recs)))
-	return len(recs), nil
+	return done, perr
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

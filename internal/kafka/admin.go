@@ -47,7 +47,9 @@ func NewTopics(cl *kgo.Client, d TopicDefaults) *Topics {
 }
 
 // Ensure creates the topics that do not exist yet, with the defaults. Topics
-// that already exist are left as they are.
+// that already exist are left as they are. When Kafka refuses some names
+// for good (INVALID_TOPIC_EXCEPTION), the others are created and the error
+// is a *TopicsRefusedError naming the refused ones.
 func (t *Topics) Ensure(ctx context.Context, names ...string) error {
 	return t.EnsureWith(ctx, t.defaults, names...)
 }
@@ -75,11 +77,25 @@ func (t *Topics) EnsureWith(ctx context.Context, d TopicDefaults, names ...strin
 	if err != nil {
 		return explainAuth(fmt.Errorf("create topics %v: %w", missing, err))
 	}
+	var refused *TopicsRefusedError
 	for _, r := range resp.Sorted() {
+		if errors.Is(r.Err, kerr.InvalidTopicException) {
+			// The name itself is refused: the records to this topic
+			// fail for good (IsPermanent), the others go on.
+			if refused == nil {
+				refused = &TopicsRefusedError{Topics: map[string]error{}}
+			}
+			refused.Topics[r.Topic] = r.Err
+			missing = slices.DeleteFunc(missing, func(n string) bool { return n == r.Topic })
+			continue
+		}
 		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
 			return explainAuth(fmt.Errorf("create topic %s: %w", r.Topic, r.Err))
 		}
 		t.known[r.Topic] = true
+	}
+	if len(missing) == 0 {
+		return refused
 	}
 	// Wait until the new topics' metadata has leaders, so the first produce
 	// does not race topic creation.
@@ -101,6 +117,9 @@ func (t *Topics) EnsureWith(ctx context.Context, d TopicDefaults, names ...strin
 			}
 		}
 		if ready {
+			if refused != nil {
+				return refused
+			}
 			return nil
 		}
 		if err := waitABit(ctx); err != nil {

@@ -1,12 +1,14 @@
 package kafka
 
 import (
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kprom"
 )
@@ -24,6 +26,7 @@ type Metrics struct {
 	lag       *prometheus.GaugeVec
 	members   *prometheus.GaugeVec
 	lagErrors prometheus.Counter
+	refused   *prometheus.CounterVec
 	clientSeq atomic.Int64
 
 	lagMu  sync.Mutex
@@ -64,9 +67,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "eventlogging_kafka_lag_scrape_errors_total",
 			Help: "Failed consumer-lag computations.",
 		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventlogging_kafka_refused_records_total",
+			Help: "Records Kafka refused for good (too large, invalid, a topic name it refuses) that were skipped, by Kafka's error.",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.produced, m.errors, m.latency, m.batch, m.lag, m.members, m.lagErrors)
+		reg.MustRegister(m.produced, m.errors, m.latency, m.batch, m.lag, m.members, m.lagErrors, m.refused)
 	}
 	return m
 }
@@ -86,6 +93,28 @@ func (m *Metrics) hooks(clientID string) []kgo.Opt {
 			kprom.WithStaticLabel(prometheus.Labels{"client": clientID + "-" + strconv.FormatInt(n, 10)})))
 	}
 	return []kgo.Opt{kgo.WithHooks(hooks...)}
+}
+
+// refuse counts a record Kafka refused for good that was skipped.
+func (m *Metrics) refuse(err error) {
+	if m == nil {
+		return
+	}
+	m.refused.WithLabelValues(RefusedReason(err)).Inc()
+}
+
+// RefusedReason names a permanent produce error for a metric label: Kafka's
+// error name (MESSAGE_TOO_LARGE, INVALID_RECORD, …), "TOPIC_REFUSED" or
+// "OTHER"; a small, fixed set.
+func RefusedReason(err error) string {
+	var ke *kerr.Error
+	switch {
+	case errors.Is(err, errTopicRefused):
+		return "TOPIC_REFUSED"
+	case errors.As(err, &ke):
+		return ke.Message
+	}
+	return "OTHER"
 }
 
 func (m *Metrics) observeBatch(n int) {

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -104,6 +103,12 @@ type PipeConfig struct {
 	CreateOutputTopics bool
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// OnRefused, if set, gives the record to produce in place of one Kafka
+	// refused for good (IsPermanent: too large, invalid, a topic name it
+	// refuses), e.g. an EventError saying why; false: none, the record is
+	// counted, logged and skipped. Nil: every refused record is skipped.
+	// It must return a small record: one refused in turn is skipped.
+	OnRefused func(m Message, err error) (Message, bool)
 	// OnBatch, if set, is called after each committed batch (for metrics and tests).
 	OnBatch func(consumed, produced int)
 }
@@ -258,6 +263,7 @@ func (p *Pipe) batch(ctx context.Context, cl *kgo.Client, topics *Topics, recs [
 	for i := range chunks {
 		total += len(outs[i])
 	}
+	var ensureErr error
 	if topics != nil {
 		seen := map[string]bool{}
 		var names []string
@@ -269,54 +275,62 @@ func (p *Pipe) batch(ctx context.Context, cl *kgo.Client, topics *Topics, recs [
 				}
 			}
 		}
-		if err := topics.Ensure(ctx, names...); err != nil {
+		ensureErr = topics.Ensure(ctx, names...)
+		var tr *TopicsRefusedError
+		if ensureErr != nil && !errors.As(ensureErr, &tr) {
+			return 0, ensureErr
+		}
+	}
+	res := produceEach(ctx, cl, outs[:chunks], ensureErr)
+	if err := res.Err(); err != nil {
+		return 0, err
+	}
+	refused := res.Refused()
+	if len(refused) == 0 {
+		return total, nil
+	}
+	// Records Kafka refuses for good are not retried: each becomes its
+	// replacement (the processor's EventError saying why), or, when
+	// there is none or Kafka refuses that too, is counted, logged and
+	// skipped. Their neighbours are acknowledged already.
+	flat := make([]Message, 0, total)
+	for i := range chunks {
+		flat = append(flat, outs[i]...)
+	}
+	var repl []Message
+	var replOf []int
+	for _, i := range refused {
+		if p.cfg.OnRefused != nil {
+			if m, ok := p.cfg.OnRefused(flat[i], res[i]); ok {
+				repl = append(repl, m)
+				replOf = append(replOf, i)
+				continue
+			}
+		}
+		p.skip(flat[i], res[i])
+	}
+	if len(repl) > 0 {
+		rres := produceEach(ctx, cl, [][]Message{repl}, nil)
+		if err := rres.Err(); err != nil {
 			return 0, err
 		}
+		for _, j := range rres.Refused() {
+			p.skip(flat[replOf[j]], res[replOf[j]])
+		}
 	}
-	return total, produceAll(ctx, cl, outs[:chunks])
+	return total, nil
 }
 
-// produceAll produces every message and waits for all acknowledgements.
-// The records are allocated together, and one callback serves them all:
-// two allocations a call where there were two a message.
-func produceAll(ctx context.Context, cl *kgo.Client, batches [][]Message) error {
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	n := 0
-	for _, b := range batches {
-		n += len(b)
-	}
-	recs := make([]kgo.Record, n)
-	done := func(r *kgo.Record, err error) {
-		if err != nil {
-			mu.Lock()
-			if firstErr == nil {
-				firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
-			}
-			mu.Unlock()
-		}
-		wg.Done()
-	}
-	i := 0
-	for _, b := range batches {
-		for _, m := range b {
-			r := &recs[i]
-			i++
-			setRecord(r, m)
-			wg.Add(1)
-			cl.Produce(ctx, r, done)
-		}
-	}
-	wg.Wait()
-	return firstErr
+// skip counts and logs a record Kafka refused for good that has no
+// replacement: it is not produced.
+func (p *Pipe) skip(m Message, err error) {
+	p.cfg.Kafka.Metrics.refuse(err)
+	p.cfg.Logger.Error("record refused by Kafka for good: skipped", "topic", m.Topic, "bytes", len(m.Value), "err", err)
 }
 
 // ProduceSync produces messages and waits until all are acknowledged.
 func ProduceSync(ctx context.Context, cl *kgo.Client, msgs []Message) error {
-	return produceAll(ctx, cl, [][]Message{msgs})
+	return produceEach(ctx, cl, [][]Message{msgs}, nil).First()
 }
 
 func waitABit(ctx context.Context) error {

@@ -74,7 +74,16 @@ func (p *Producer) TryProduce(m Message, cb func(error)) {
 // ProduceSync produces msgs and returns when every one is acknowledged, or
 // with the first error.
 func (p *Producer) ProduceSync(ctx context.Context, msgs []Message) error {
-	return produceAll(ctx, p.sync, [][]Message{msgs})
+	return produceEach(ctx, p.sync, [][]Message{msgs}, nil).First()
+}
+
+// ProduceEach produces msgs and returns when every one is acknowledged or
+// failed, with each one's outcome: a record Kafka refuses for good
+// (IsPermanent) fails alone, and its neighbours are acknowledged. topicErr
+// is the error of creating their topics (Topics.Ensure), nil if none:
+// records to a topic it refused fail for good without being produced.
+func (p *Producer) ProduceEach(ctx context.Context, msgs []Message, topicErr error) Outcome {
+	return produceEach(ctx, p.sync, [][]Message{msgs}, topicErr)
 }
 
 // Ping reports whether a broker answers.

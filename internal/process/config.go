@@ -45,6 +45,13 @@ func (p IPPolicy) String() string {
 	}
 }
 
+// DefaultMaxRecordBytes is Config.MaxRecordBytes' default.
+const DefaultMaxRecordBytes = 1_000_000
+
+// DefaultMaxEventBytes is Config.MaxEventBytes' default: the largest raw
+// record or event processed; the intake refuses larger ones (413).
+const DefaultMaxEventBytes = 512 << 10
+
 // Config tunes a Processor. Zero values are documented per field.
 type Config struct {
 	// Metrics counts events by schema and outcome; nil counts nothing.
@@ -78,6 +85,12 @@ type Config struct {
 	MaxEventBytes int
 	// MaxRawErrorBytes cuts rawEvent in EventErrors; default 64 KiB.
 	MaxRawErrorBytes int
+	// MaxRecordBytes bounds every record the processor outputs: a valid
+	// event whose encoding is larger becomes an EventError, and
+	// EventErrors are cut to fit. Default DefaultMaxRecordBytes, below
+	// Kafka's default max.message.bytes (1,048,588) and the producer's
+	// batch limit (1 MiB) with room for a record's framing.
+	MaxRecordBytes int
 	// Streams configures Event Platform streams; nil rejects every
 	// Event Platform event as "stream not configured".
 	Streams *Streams
@@ -112,10 +125,13 @@ func (c *Config) setDefaults() error {
 		c.ProcessorID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	if c.MaxEventBytes <= 0 {
-		c.MaxEventBytes = 512 << 10
+		c.MaxEventBytes = DefaultMaxEventBytes
 	}
 	if c.MaxRawErrorBytes <= 0 {
 		c.MaxRawErrorBytes = 64 << 10
+	}
+	if c.MaxRecordBytes <= 0 {
+		c.MaxRecordBytes = DefaultMaxRecordBytes
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
@@ -70,6 +71,49 @@ func (p *Processor) processReplay(ctx context.Context, f *lineformat.Format, raw
 		return out // cannot happen: strings and a time
 	}
 	return append(out, Output{Topic: p.cfg.ReplayTopic, Key: []byte(errUUID), Value: v})
+}
+
+// Refused returns the EventError to produce in place of an output record
+// Kafka refused for good (err says why: too large for the topic's
+// max.message.bytes, a topic name Kafka refuses, …), with the refused
+// record, cut, as its raw event. An EventError refused in turn has none:
+// the pipe counts and skips it. For kafka.PipeConfig.OnRefused.
+func (p *Processor) Refused(m Output, err error) (Output, bool) {
+	if m.Topic == p.cfg.ErrorTopic {
+		return Output{}, false
+	}
+	now := p.cfg.Now()
+	raw := m.Value
+	if len(raw) > p.cfg.MaxRawErrorBytes {
+		raw = raw[:p.cfg.MaxRawErrorBytes]
+	}
+	ec := capsule.ErrorCapsule{
+		Event: capsule.EventError{
+			RawEvent: string(raw),
+			Message:  fmt.Sprintf("Kafka refused the record of %d bytes for topic %s: %v", len(m.Value), m.Topic, err),
+			Code:     capsule.CodeProcessor,
+			Schema:   "unknown", Revision: -1,
+			ProcessorID: p.cfg.ProcessorID,
+		},
+		Schema:    capsule.EventErrorSchema,
+		Revision:  capsule.EventErrorRevision,
+		Timestamp: now.Unix(),
+		DT:        capsule.FormatDT(now),
+		UUID:      capsule.UUIDFromURL("refused://" + m.Topic + "/" + string(m.Value)),
+		Topic:     p.cfg.ErrorTopic,
+	}
+	if len(raw) < len(m.Value) {
+		ec.Event.RawEventBytes = len(m.Value)
+	}
+	if s, r := capsule.RecoverSchema(raw); s != "unknown" {
+		ec.Event.Schema, ec.Event.Revision = s, r
+	}
+	if !utf8.Valid(raw) {
+		ec.Event.RawEventBase64 = raw
+	}
+	// Well below the record limit: a topic whose max.message.bytes
+	// refused the record may take this one.
+	return Output{Topic: p.cfg.ErrorTopic, Value: ec.Fit(nil, min(p.cfg.MaxRecordBytes, 2*p.cfg.MaxRawErrorBytes))}, true
 }
 
 // OfflineStats counts what an offline run did.

@@ -249,7 +249,18 @@ func (p *Processor) finish(ctx context.Context, s *scratch, raw []byte, line *ra
 	if fail == nil {
 		r, fail = p.build(ctx, s, c)
 	}
+	if fail == nil && len(r.value) > p.cfg.MaxRecordBytes {
+		// Escapes and the server's fields can make a capsule larger than
+		// the event it came from: one Kafka would refuse becomes an
+		// EventError here, before it is produced.
+		fail = &failure{code: capsule.CodeProcessor, message: fmt.Sprintf("the encoded event of %d bytes exceeds the %d-byte record limit", len(r.value), p.cfg.MaxRecordBytes), label: r.label}
+	}
 	if fail != nil {
+		// Bounded before anything is produced or answered: a violation
+		// quotes a prefix of a bad value, and at most MaxViolations are
+		// listed.
+		fail.violations = capsule.BoundViolations(fail.violations)
+		fail.message = capsule.Truncate(fail.message, capsule.MaxMessageBytes)
 		p.cfg.Metrics.count(fail.label, fail.code)
 		out = append(out, Output{Topic: p.cfg.ErrorTopic, Value: p.errorValue(p.storedRaw(raw, line, fl), len(raw), src, fl, c, fail)})
 		return out, Result{UUID: c.UUID, Code: fail.code, Message: fail.message, Errors: fail.violations}
@@ -652,11 +663,12 @@ func (p *Processor) errorValue(raw []byte, rawLen int, src *capsule.Source, fl *
 	}
 	// One allocation for the record: the raw text and the messages, a
 	// little more for escapes, and the capsule's other fields.
-	size := len(cut) + len(ee.Message) + len(ec.UserAgent) + 512
+	size := len(cut) + len(ee.Message) + min(len(ec.UserAgent), capsule.MaxAgentBytes) + 512
 	for _, v := range ee.Errors {
 		size += len(v.Pointer) + len(v.Reason) + 32
 	}
-	return ec.AppendJSON(make([]byte, 0, size+size/8))
+	// Fit cuts what could still make the record too large for Kafka.
+	return ec.Fit(make([]byte, 0, min(size+size/8, p.cfg.MaxRecordBytes)), p.cfg.MaxRecordBytes)
 }
 
 func summarize(viol []capsule.Violation) string {

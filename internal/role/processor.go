@@ -224,6 +224,7 @@ func runPipe(ctx context.Context, c config.Config, kc kafka.Config, proc *proces
 		SessionTimeout:     c.Kafka.SessionTimeout,
 		OutputTopics:       topicDefaults(c),
 		CreateOutputTopics: true,
+		OnRefused:          proc.Refused,
 		Logger:             log,
 	}, tf)
 	if err != nil {

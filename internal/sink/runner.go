@@ -79,9 +79,10 @@ type ErrorRecord struct {
 // Run runs s in the consumer group cfg.Group until ctx is done: it
 // consumes the topics in batches (cfg.MaxBatch records, or what cfg.BatchTime
 // gathered), drops the canaries (measured, not stored), writes each batch
-// with s.WriteRecords, sends its poison to the error topic and only then
-// lets the batch's offsets be committed. A failed write (or poison send)
-// is retried with backoff; an error wrapping ErrFatal stops Run. A
+// with s.WriteRecords, sends its poison to the error topic (telling an
+// Acknowledger once it is acknowledged) and only then lets the batch's
+// offsets be committed. A failed write (or poison send) is retried with
+// backoff; an error wrapping ErrFatal stops Run. A
 // Resumer's StartOffsets decides where each assigned partition resumes, and
 // a Maintainer's Maintain runs every cfg.MaintainEvery.
 //
@@ -144,6 +145,9 @@ func (c *Config) write(ctx context.Context, s Sink, all []kafka.Record) error {
 	if err := c.poison(ctx, c.Name, bad); err != nil {
 		c.Metrics.retried(c.Name)
 		return err
+	}
+	if a, ok := s.(Acknowledger); ok && len(bad) > 0 {
+		a.AcknowledgePoison(bad) // in the error topic: the sink may cover it
 	}
 	c.Metrics.written(c.Name, batch, bad, start)
 	return nil

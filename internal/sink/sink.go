@@ -25,10 +25,10 @@ type Sink interface {
 	// where consumption resumes. Records that can never be stored are
 	// returned as poison with the reason, and Run sends them to the error
 	// topic before committing; the next WriteRecords call means they were
-	// acknowledged. Any other failure is an error, and the same batch is
-	// written again (so WriteRecords must absorb records it already
-	// stored, and report their poison again); an error wrapping ErrFatal
-	// stops Run instead.
+	// acknowledged (and, for an Acknowledger, so does AcknowledgePoison).
+	// Any other failure is an error, and the same batch is written again
+	// (so WriteRecords must absorb records it already stored, and report
+	// their poison again); an error wrapping ErrFatal stops Run instead.
 	WriteRecords(ctx context.Context, batch []kafka.Record) (poison []Poison, err error)
 	// Close flushes what the Sink holds and releases it (the file sink
 	// publishes its open files). Run calls it; whoever handed the Sink to
@@ -54,6 +54,20 @@ type Maintainer interface {
 	// Run's, concurrently with WriteRecords; ctx ends when Run stops. An
 	// error wrapping ErrFatal stops Run; any other is logged.
 	Maintain(ctx context.Context) error
+}
+
+// Acknowledger is a Sink told as soon as the error topic acknowledged its
+// poison, rather than at the next WriteRecords, which an idle partition
+// may never bring (the file sink publishes the files around the poison
+// only once it is acknowledged).
+type Acknowledger interface {
+	// AcknowledgePoison is called with the poison the last WriteRecords
+	// returned once the error topic acknowledged every record of it, and
+	// before the batch's offsets are committed; never when sending it
+	// failed (the batch is written again instead). Run calls it from the
+	// goroutine that calls WriteRecords, possibly concurrently with
+	// Maintain.
+	AcknowledgePoison(poison []Poison)
 }
 
 // Poison is a record a Sink can never store, with the reason. Run sends it

@@ -78,7 +78,11 @@
 // Poison records (not JSON, not an object, no usable schema, a value that
 // does not fit its column) are returned by Write for the caller to send to
 // the error topic; a checkpoint covers their offsets only after the caller
-// acknowledged them by calling Write again, so a crash never loses them.
+// acknowledged them, so a crash never loses them: sink.Run calls
+// AcknowledgePoison as soon as the error topic acknowledged them (another
+// call to Write acknowledges them too). The files of their partition wait
+// for that, and then publish on their usual schedule, with or without
+// later records.
 //
 // # Memory
 //
@@ -105,7 +109,8 @@
 //     ErrBroken also wraps sink.ErrFatal, so it stops consuming, and the
 //     process starts again from StartOffsets after Close and Open; other
 //     errors retry the batch; it produces the poison records to the error
-//     topic, and waits for the acknowledgement, before the batch is done;
+//     topic, and waits for the acknowledgement, before the batch is done,
+//     then calls AcknowledgePoison;
 //   - it calls Maintain (CloseHours) on a timer, about every minute (age
 //     rotation and _SUCCESS markers depend on it), and stops too when that
 //     returns ErrBroken;

@@ -375,10 +375,11 @@ func (s *Sink) StartOffsets(ctx context.Context, assigned map[string][]int32) (m
 // A nil error does not mean the records are published: StartOffsets, not
 // the group's committed offsets, decides where a restart resumes. Records
 // that can never be written are returned in Result.Poison: the caller must
-// hand them to the error topic before its next call to Write (or
-// StartOffsets), which acknowledges them. Until then no checkpoint covers
-// them, so a crash re-delivers them rather than losing them. A batch retried
-// after an error reports its poison again.
+// hand them to the error topic, then acknowledge them with AcknowledgePoison
+// (or with its next call to Write or StartOffsets). Until then no checkpoint
+// covers them, so a crash re-delivers them rather than losing them, and the
+// files of their partitions wait. A batch retried after an error reports its
+// poison again.
 //
 // ctx bounds schema lookups; an error before anything was written (a
 // transient schema registry failure) leaves the sink unchanged. An error
@@ -480,6 +481,24 @@ func (s *Sink) WriteRecords(ctx context.Context, batch []kafka.Record) ([]Poison
 	return res.Poison, fatal(err)
 }
 
+// AcknowledgePoison tells the sink that the error topic acknowledged
+// poison records Write returned (sink.Acknowledger; sink.Run calls it after
+// sending them): checkpoints may now cover their offsets, so their
+// partitions' files publish on schedule (MaxFileAge, hour close) even if
+// no other record follows. Records not pending any more are ignored. It
+// does no I/O: the next Write or CloseHours publishes what is due.
+func (s *Sink) AcknowledgePoison(poison []Poison) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range poison {
+		st, ok := s.parts[tp{p.Record.Topic, p.Record.Partition}]
+		if !ok {
+			continue
+		}
+		st.pending = slices.DeleteFunc(st.pending, func(q Poison) bool { return q.Record.Offset == p.Record.Offset })
+	}
+}
+
 // Maintain is CloseHours as sink.Run calls it (sink.Maintainer), on a
 // timer: an error wrapping ErrBroken also wraps sink.ErrFatal.
 func (s *Sink) Maintain(ctx context.Context) error {
@@ -488,9 +507,10 @@ func (s *Sink) Maintain(ctx context.Context) error {
 
 // The runner's view of a Sink.
 var (
-	_ sink.Sink       = (*Sink)(nil)
-	_ sink.Resumer    = (*Sink)(nil)
-	_ sink.Maintainer = (*Sink)(nil)
+	_ sink.Sink         = (*Sink)(nil)
+	_ sink.Resumer      = (*Sink)(nil)
+	_ sink.Maintainer   = (*Sink)(nil)
+	_ sink.Acknowledger = (*Sink)(nil)
 )
 
 // fatal marks an error wrapping ErrBroken as fatal to the runner.
@@ -590,8 +610,9 @@ func (s *Sink) sortedParts() []*partState {
 	return out
 }
 
-// acknowledge clears the poison reported by the previous Write: the caller
-// handled it, unless this batch retries the records that carried it.
+// acknowledge clears the poison reported by the previous Write and not yet
+// acknowledged (AcknowledgePoison): the caller handled it, unless this
+// batch retries the records that carried it.
 func (s *Sink) acknowledge(batch []kafka.Record) {
 	var retried map[tp]bool
 	for i := range batch {

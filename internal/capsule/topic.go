@@ -1,6 +1,8 @@
 package capsule
 
 import (
+	"github.com/eventlogging/eventlogging/internal/record"
+
 	"errors"
 	"fmt"
 	"strconv"
@@ -74,16 +76,4 @@ func (t TopicTemplate) Format(schema string, revision int64) string {
 // ValidTopicName reports whether name is a legal Kafka topic name: 1 to
 // 249 of the characters a-z A-Z 0-9 . _ -, and not "." or "..". (A loop,
 // not a regexp: the stream of every Event Platform event is checked.)
-func ValidTopicName(name string) bool {
-	if len(name) == 0 || len(name) > 249 || name == "." || name == ".." {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+func ValidTopicName(name string) bool { return record.ValidTopicName(name) }

@@ -2,6 +2,8 @@ package intake
 
 import (
 	"encoding/json"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,6 +25,9 @@ func FuzzPost(f *testing.F) {
 		`{"schema":"Generic","revision":1e400,"event":{"articleId":123456789012345678901234567890}}`,
 		`[[],{},null,1,"s",true]`, `[]`, `null`, `42`, ``, " \t\n", `{"a":"\u0000"}`, "{\"a\":\"\xff\"}",
 		strings.Repeat("[", 600) + strings.Repeat("]", 600),
+		`{"schema":"SearchQuery","revision":5,"event":{"query":"q","results":1,"source":"fulltext","dt":"` + strings.Repeat("x<", 40000) + `"}}`,
+		`{"schema":"SearchQuery","revision":5,"event":{"query":"q","results":1,"source":"fulltext",` + strings.Repeat(`"k<&>":1,`, 300) + `"z":1}}`,
+		`{"schema":"` + strings.Repeat("S", 70000) + `","revision":5,"event":{}}`,
 	} {
 		f.Add(false, "application/json", []byte(s))
 		f.Add(true, "text/plain;charset=UTF-8", []byte(s))
@@ -76,6 +81,9 @@ func FuzzPost(f *testing.F) {
 				t.Fatalf("hasty: %d %s for %d events", rec.Code, rec.Body, len(events))
 			}
 		default:
+			if limit := MaxAnswerErrorBytes + 400*len(events) + 64; rec.Body.Len() > limit {
+				t.Fatalf("answer of %d bytes for %d events, over the %d-byte bound", rec.Body.Len(), len(events), limit)
+			}
 			if len(answer.Events) != len(events) || answer.Accepted+answer.Invalid != len(events) {
 				t.Fatalf("%d events, answer %s", len(events), rec.Body)
 			}
@@ -94,6 +102,14 @@ func FuzzPost(f *testing.F) {
 					(r.Status == "accepted" || (r.Status == "invalid" && r.Message != ""))
 				if !ok {
 					t.Fatalf("event %d: %+v", i, r)
+				}
+				if len(r.Errors) > capsule.MaxViolations || len(r.Message) > capsule.MaxMessageBytes {
+					t.Fatalf("event %d: %d violations and a message of %d bytes, over the bounds", i, len(r.Errors), len(r.Message))
+				}
+				for _, v := range r.Errors {
+					if len(v.Pointer) > capsule.MaxPointerBytes || len(v.Reason) > capsule.MaxReasonBytes {
+						t.Fatalf("event %d: violation %.80q: %.80q, over the bounds", i, v.Pointer, v.Reason)
+					}
 				}
 			}
 		}

@@ -300,6 +300,7 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { ps.outs = outs }()
 	firstOut := ps.firstOuts(len(events)) // each event's first output
+	errBudget := MaxAnswerErrorBytes
 	for i, ev := range events {
 		meta.SeqID = s.seq.Add(1)
 		var res process.Result
@@ -312,6 +313,15 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 		} else {
 			resp.Invalid++
 			er.Status, er.Code, er.Message, er.Errors = "invalid", res.Code, res.Message, res.Errors
+			// Each event's violations are bounded (capsule.MaxViolations,
+			// cut texts); the answer is too: past MaxAnswerErrorBytes of
+			// violations, invalid events get their code and a short
+			// message only.
+			if n := answerSize(&er); n <= errBudget {
+				errBudget -= n
+			} else {
+				er.Errors, er.Message = nil, capsule.Truncate(er.Message, shortMessageBytes)
+			}
 		}
 		resp.Events[i] = er
 	}
@@ -336,6 +346,36 @@ func (s *Server) events(rw http.ResponseWriter, r *http.Request) {
 	// Every record is acknowledged or spooled: the arena is free again,
 	// for the answer.
 	writePost(rw, code, &resp, arena.b[:0])
+}
+
+// MaxAnswerErrorBytes bounds the violations and messages a synchronous
+// POST's answer lists (about 1 MiB); events past it are answered with
+// their status, code and a message of at most shortMessageBytes. With
+// MaxBatchEvents, the whole answer stays below 1 MiB + 400 bytes an event.
+const MaxAnswerErrorBytes = 1 << 20
+
+// shortMessageBytes bounds an invalid event's message past the budget.
+const shortMessageBytes = 160
+
+// answerSize is about what er's message and violations add to an answer
+// (JSON escapes of up to 6 bytes a byte counted as they are found).
+func answerSize(er *EventResult) int {
+	n := jsonLen(er.Message)
+	for _, v := range er.Errors {
+		n += jsonLen(v.Pointer) + jsonLen(v.Reason) + 24
+	}
+	return n
+}
+
+// jsonLen is the length of s as a JSON string in an answer.
+func jsonLen(s string) int {
+	n := len(s) + 2
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			n += 5
+		}
+	}
+	return n
 }
 
 // jsonOrText reports whether a POST's Content-Type is accepted: none,

@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventlogging/eventlogging/internal/record"
 )
 
 // TopicDefaults says how missing topics are created.
@@ -59,12 +61,25 @@ func (t *Topics) EnsureWith(ctx context.Context, d TopicDefaults, names ...strin
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var missing []string
+	var refused *TopicsRefusedError
 	for _, n := range names {
+		if !record.ValidTopicName(n) {
+			// Kafka refuses such a name (and franz-go will not produce
+			// to it): refused here, for every broker alike.
+			if refused == nil {
+				refused = &TopicsRefusedError{Topics: map[string]error{}}
+			}
+			refused.Topics[n] = kerr.InvalidTopicException
+			continue
+		}
 		if !t.known[n] && !slices.Contains(missing, n) {
 			missing = append(missing, n)
 		}
 	}
 	if len(missing) == 0 {
+		if refused != nil {
+			return refused
+		}
 		return nil
 	}
 	if d.Partitions <= 0 {
@@ -77,7 +92,6 @@ func (t *Topics) EnsureWith(ctx context.Context, d TopicDefaults, names ...strin
 	if err != nil {
 		return explainAuth(fmt.Errorf("create topics %v: %w", missing, err))
 	}
-	var refused *TopicsRefusedError
 	for _, r := range resp.Sorted() {
 		if errors.Is(r.Err, kerr.InvalidTopicException) {
 			// The name itself is refused: the records to this topic

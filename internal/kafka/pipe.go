@@ -263,23 +263,9 @@ func (p *Pipe) batch(ctx context.Context, cl *kgo.Client, topics *Topics, recs [
 	for i := range chunks {
 		total += len(outs[i])
 	}
-	var ensureErr error
-	if topics != nil {
-		seen := map[string]bool{}
-		var names []string
-		for i := range chunks {
-			for _, m := range outs[i] {
-				if !seen[m.Topic] {
-					seen[m.Topic] = true
-					names = append(names, m.Topic)
-				}
-			}
-		}
-		ensureErr = topics.Ensure(ctx, names...)
-		var tr *TopicsRefusedError
-		if ensureErr != nil && !errors.As(ensureErr, &tr) {
-			return 0, ensureErr
-		}
+	ensureErr, err := ensureTopicsOf(ctx, topics, outs[:chunks])
+	if err != nil {
+		return 0, err
 	}
 	res := produceEach(ctx, cl, outs[:chunks], ensureErr)
 	if err := res.Err(); err != nil {
@@ -310,7 +296,11 @@ func (p *Pipe) batch(ctx context.Context, cl *kgo.Client, topics *Topics, recs [
 		p.skip(flat[i], res[i])
 	}
 	if len(repl) > 0 {
-		rres := produceEach(ctx, cl, [][]Message{repl}, nil)
+		rerr, err := ensureTopicsOf(ctx, topics, [][]Message{repl})
+		if err != nil {
+			return 0, err
+		}
+		rres := produceEach(ctx, cl, [][]Message{repl}, rerr)
 		if err := rres.Err(); err != nil {
 			return 0, err
 		}
@@ -319,6 +309,29 @@ func (p *Pipe) batch(ctx context.Context, cl *kgo.Client, topics *Topics, recs [
 		}
 	}
 	return total, nil
+}
+
+// ensureTopicsOf creates the topics of batches' messages (topics nil: they
+// exist). refused is Ensure's *TopicsRefusedError, for produceEach; err is
+// any other error.
+func ensureTopicsOf(ctx context.Context, topics *Topics, batches [][]Message) (refused, err error) {
+	if topics == nil {
+		return nil, nil
+	}
+	var names []string
+	for _, b := range batches {
+		for _, m := range b {
+			if !slices.Contains(names, m.Topic) {
+				names = append(names, m.Topic)
+			}
+		}
+	}
+	err = topics.Ensure(ctx, names...)
+	var tr *TopicsRefusedError
+	if errors.As(err, &tr) {
+		return err, nil
+	}
+	return nil, err
 }
 
 // skip counts and logs a record Kafka refused for good that has no

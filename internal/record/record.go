@@ -21,3 +21,19 @@ type Header struct {
 	Key   string
 	Value []byte
 }
+
+// ValidTopicName reports whether Kafka accepts name as a topic name: 1 to
+// 249 of [a-zA-Z0-9._-], and neither "." nor "..".
+func ValidTopicName(name string) bool {
+	if len(name) == 0 || len(name) > 249 || name == "." || name == ".." {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -37,26 +37,30 @@ func (p *Processor) buildPlatform(ctx context.Context, s *scratch, ev map[string
 	if !ok {
 		return route{}, invalid("/meta/stream", "required string property missing")
 	}
-	stream, ok := p.cfg.Streams.Lookup(name)
-	if !ok {
+	stream, err := p.cfg.Streams.LookupErr(name)
+	switch {
+	case errors.Is(err, ErrTooManyStreams):
+		return route{}, invalid("/meta/stream", fmt.Sprintf("stream %q is not admitted: %v; configure the stream by name, or give the regex stream a topic", name, err))
+	case err != nil:
 		return route{}, invalid("/meta/stream", fmt.Sprintf("stream %q is not configured", name))
 	}
+	label := stream.MetricLabel
 	sch, err := p.resolveURI(ctx, s, uri)
 	switch {
 	case errors.Is(err, schema.ErrNotFound):
-		return route{}, labelled(name, processorFailure("unknown schema %s", uri))
+		return route{}, labelled(label, processorFailure("unknown schema %s", uri))
 	case err != nil:
-		return route{}, labelled(name, processorFailure("resolve schema %s: %v", uri, err))
+		return route{}, labelled(label, processorFailure("resolve schema %s: %v", uri, err))
 	}
 	if stream.SchemaTitle != "" && sch.Title() != stream.SchemaTitle {
-		return route{}, labelled(name, invalid("/$schema", fmt.Sprintf("stream %q accepts schema title %q, but %s has title %q", name, stream.SchemaTitle, uri, sch.Title())))
+		return route{}, labelled(label, invalid("/$schema", fmt.Sprintf("stream %q accepts schema title %q, but %s has title %q", name, stream.SchemaTitle, uri, sch.Title())))
 	}
 	// meta.id: the client's, as EventGate keeps it (so a client can
 	// de-duplicate its retries, and the schema judges it); else the
 	// event's deterministic uuid in RFC 4122 form (a replay gets the same).
 	id, fail := metaID(meta["id"], c.UUID)
 	if fail != nil {
-		return route{}, labelled(name, fail)
+		return route{}, labelled(label, fail)
 	}
 	meta["id"] = id
 	meta["dt"] = c.DT
@@ -86,24 +90,24 @@ func (p *Processor) buildPlatform(ctx context.Context, s *scratch, ev map[string
 		for i, x := range ve.Violations {
 			viol[i] = capsule.Violation{Pointer: x.Pointer, Reason: x.Reason}
 		}
-		return route{}, &failure{code: capsule.CodeValidation, message: summarize(viol), violations: viol, label: name}
+		return route{}, &failure{code: capsule.CodeValidation, message: summarize(viol), violations: viol, label: label}
 	} else if err != nil {
-		return route{}, labelled(name, invalid("", err.Error()))
+		return route{}, labelled(label, invalid("", err.Error()))
 	}
 	// A valid event is known by its meta.id (what the sinks store and
 	// de-duplicate on, and the per-event answer reports).
 	c.UUID = id
 	if stream.Format == "avro" {
 		if p.cfg.Avro == nil {
-			return route{}, labelled(name, processorFailure("stream %q is Avro but no schema registry is configured for Avro output", name))
+			return route{}, labelled(label, processorFailure("stream %q is Avro but no schema registry is configured for Avro output", name))
 		}
 		value, err := p.encodeAvro(ctx, name, stream.AvroSubject, ev)
 		if err != nil {
-			return route{}, labelled(name, processorFailure("stream %q: %v", name, err))
+			return route{}, labelled(label, processorFailure("stream %q: %v", name, err))
 		}
-		return route{topic: stream.Topic, value: value, label: name}, nil
+		return route{topic: stream.Topic, value: value, label: label}, nil
 	}
-	return route{topic: stream.Topic, value: capsule.AppendValue(make([]byte, 0, len(fl.Capsule)+256), ev), label: name}, nil
+	return route{topic: stream.Topic, value: capsule.AppendValue(make([]byte, 0, len(fl.Capsule)+256), ev), label: label}, nil
 }
 
 // AvroEncoder encodes a validated event with the latest Avro schema of a

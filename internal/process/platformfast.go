@@ -102,7 +102,7 @@ func (p *Processor) buildPlatformFast(ctx context.Context, c *capsule.Capsule, s
 		return route{}, false
 	}
 	c.Schema, c.UUID = uri, id
-	return route{topic: stream.Topic, value: s.value(), label: stream.Name}, true
+	return route{topic: stream.Topic, value: s.value(), label: stream.MetricLabel}, true
 }
 
 // resolveURI is ResolveURI, once per event: the general path, taken after

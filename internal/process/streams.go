@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
@@ -34,7 +35,27 @@ type Stream struct {
 	// AvroSubject holds the stream's Avro schema; default "<topic>-value"
 	// (Confluent's topic name strategy).
 	AvroSubject string `yaml:"avro_subject" json:"avro_subject,omitempty"`
+	// MaxStreams bounds the distinct stream names a regex stream without
+	// a fixed Topic admits (each gets a topic of its own, a sink table and
+	// metric series): the first MaxStreams names a process sees are
+	// admitted, events of further names become EventErrors saying so.
+	// Default DefaultMaxStreams; not allowed with a fixed Topic or on a
+	// stream configured by name.
+	MaxStreams int `yaml:"max_streams" json:"max_streams,omitempty"`
+	// MetricLabel labels the stream's metrics (set by Lookup): the name,
+	// or, for a regex stream with a fixed topic (whose names are not
+	// bounded), the regex.
+	MetricLabel string `yaml:"-" json:"-"`
 }
+
+// DefaultMaxStreams is Stream.MaxStreams' default.
+const DefaultMaxStreams = 20
+
+// ErrStreamNotConfigured and ErrTooManyStreams are LookupErr's errors.
+var (
+	ErrStreamNotConfigured = errors.New("stream is not configured")
+	ErrTooManyStreams      = errors.New("stream limit reached")
+)
 
 // Streams looks stream names up: exact names first, then regexes in order.
 // Its configuration can be replaced while it is in use ([Streams.Replace]),
@@ -70,6 +91,30 @@ func (st *Streams) table() *streamTable {
 type streamPattern struct {
 	re *regexp.Regexp
 	s  Stream
+	// names are the stream names admitted (a topic each), at most
+	// s.MaxStreams; nil for a pattern with a fixed topic.
+	names *nameSet
+}
+
+// nameSet is a bounded set of names. Safe for concurrent use.
+type nameSet struct {
+	mu    sync.Mutex
+	names map[string]struct{}
+	max   int
+}
+
+// admit reports whether name is in the set, adding it if there is room.
+func (n *nameSet) admit(name string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.names[name]; ok {
+		return true
+	}
+	if len(n.names) >= n.max {
+		return false
+	}
+	n.names[name] = struct{}{}
+	return true
 }
 
 // NewStreams validates and indexes stream configurations.
@@ -95,8 +140,23 @@ func NewStreams(list []Stream) (*Streams, error) {
 			if err != nil {
 				return nil, fmt.Errorf("streams[%d] %q: %w", i, s.Name, err)
 			}
-			st.patterns = append(st.patterns, streamPattern{re: re, s: s})
+			sp := streamPattern{re: re, s: s}
+			switch {
+			case s.Topic != "" && s.MaxStreams != 0:
+				return nil, fmt.Errorf("streams[%d] %q: max_streams bounds the topics a regex stream creates, one a name; this stream writes every name to topic %q: remove max_streams", i, s.Name, s.Topic)
+			case s.MaxStreams < 0:
+				return nil, fmt.Errorf("streams[%d] %q: max_streams %d: want a positive number of stream names (default %d)", i, s.Name, s.MaxStreams, DefaultMaxStreams)
+			case s.Topic == "":
+				if sp.s.MaxStreams == 0 {
+					sp.s.MaxStreams = DefaultMaxStreams
+				}
+				sp.names = &nameSet{names: map[string]struct{}{}, max: sp.s.MaxStreams}
+			}
+			st.patterns = append(st.patterns, sp)
 			continue
+		}
+		if s.MaxStreams != 0 {
+			return nil, fmt.Errorf("streams[%d] %q: max_streams applies to a regex stream (a name between slashes) only", i, s.Name)
 		}
 		if !capsule.ValidTopicName(s.Name) {
 			return nil, fmt.Errorf("streams[%d]: name %q: want letters, digits, '.', '_', '-' (or a /regex/)", i, s.Name)
@@ -111,23 +171,40 @@ func NewStreams(list []Stream) (*Streams, error) {
 	return out, nil
 }
 
-// Lookup returns the configuration of stream name, with Topic filled in.
+// Lookup returns the configuration of stream name, with Topic filled in;
+// false when it is not configured or over its regex's max_streams.
 func (st *Streams) Lookup(name string) (Stream, bool) {
+	s, err := st.LookupErr(name)
+	return s, err == nil
+}
+
+// LookupErr is Lookup, saying why a name is refused: ErrStreamNotConfigured,
+// or ErrTooManyStreams (wrapped, with the regex and its limit) when the
+// regex stream it matches has admitted its max_streams names already.
+func (st *Streams) LookupErr(name string) (Stream, error) {
 	t := st.table()
-	if t == nil {
-		return Stream{}, false
+	if t == nil || !capsule.ValidTopicName(name) {
+		return Stream{}, ErrStreamNotConfigured
 	}
 	s, ok := t.exact[name]
+	s.MetricLabel = name
 	if !ok {
 		for _, p := range t.patterns {
-			if p.re.MatchString(name) {
-				s, ok = p.s, true
-				break
+			if !p.re.MatchString(name) {
+				continue
 			}
+			s, ok = p.s, true
+			s.MetricLabel = name
+			if p.names == nil {
+				s.MetricLabel = p.s.Name // one topic: names are not bounded, the regex is
+			} else if !p.names.admit(name) {
+				return Stream{}, fmt.Errorf("%w: regex stream %s admits %d distinct stream names (max_streams), and has them", ErrTooManyStreams, p.s.Name, p.s.MaxStreams)
+			}
+			break
 		}
 	}
-	if !ok || !capsule.ValidTopicName(name) {
-		return Stream{}, false
+	if !ok {
+		return Stream{}, ErrStreamNotConfigured
 	}
 	if s.Topic == "" {
 		s.Topic = name
@@ -136,7 +213,7 @@ func (st *Streams) Lookup(name string) (Stream, bool) {
 		s.AvroSubject = s.Topic + "-value"
 	}
 	s.Name = name
-	return s, true
+	return s, nil
 }
 
 // ParseStreams reads a stream configuration file:

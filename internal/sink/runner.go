@@ -73,8 +73,16 @@ type ErrorRecord struct {
 	Sink   string         `json:"sink"`
 	Reason string         `json:"reason"`
 	Source capsule.Source `json:"source"`
-	Value  string         `json:"value"`
+	// Value is the refused record's value, cut to MaxErrorValueBytes
+	// (the whole record stays in its topic, at Source).
+	Value string `json:"value"`
+	// ValueBytes is the value's size when Value was cut; 0 when whole.
+	ValueBytes int `json:"valueBytes,omitempty"`
 }
+
+// MaxErrorValueBytes bounds the value quoted in a sink-error record, so
+// that the record always fits Kafka's (JSON escapes included).
+const MaxErrorValueBytes = 128 << 10
 
 // Run runs s in the consumer group cfg.Group until ctx is done: it
 // consumes the topics in batches (cfg.MaxBatch records, or what cfg.BatchTime
@@ -188,12 +196,26 @@ func (c *Config) poison(ctx context.Context, sinkName string, bad []Poison) erro
 	msgs := make([]kafka.Message, len(bad))
 	for i, p := range bad {
 		r := p.Record
-		v, err := json.Marshal(ErrorRecord{Sink: sinkName, Reason: p.Reason, Source: capsule.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, Value: string(r.Value)})
+		er := ErrorRecord{Sink: sinkName, Reason: capsule.Truncate(p.Reason, capsule.MaxMessageBytes), Source: capsule.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, Value: string(r.Value)}
+		if len(er.Value) > MaxErrorValueBytes {
+			er.Value, er.ValueBytes = capsule.Truncate(er.Value, MaxErrorValueBytes), len(r.Value)
+		}
+		v, err := json.Marshal(er)
 		if err != nil {
 			return err
 		}
 		msgs[i] = kafka.Message{Topic: c.ErrorTopic, Value: v}
 	}
 	c.Logger.Warn("records a sink can never write sent to the error topic", "sink", sinkName, "records", len(bad), "topic", c.ErrorTopic, "first_reason", bad[0].Reason)
-	return c.Producer.ProduceSync(ctx, msgs)
+	res := c.Producer.ProduceEach(ctx, msgs, nil)
+	if err := res.Err(); err != nil {
+		return err
+	}
+	// An error record Kafka refuses for good (a sink-error topic with a
+	// smaller max.message.bytes) is logged and skipped, never retried:
+	// the refused record itself stays in its topic, at its offset.
+	for _, i := range res.Refused() {
+		c.Logger.Error("sink-error record refused by Kafka for good: skipped", "sink", sinkName, "topic", bad[i].Record.Topic, "partition", bad[i].Record.Partition, "offset", bad[i].Record.Offset, "err", res[i])
+	}
+	return nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
+	"github.com/eventlogging/eventlogging/internal/kafkatest"
 	"github.com/eventlogging/eventlogging/internal/process"
 	"github.com/eventlogging/eventlogging/internal/spool"
 )
@@ -129,13 +130,21 @@ func smallTopic(t *testing.T, brokers []string, topic string, limit int) {
 // spool drains (on 1481bd2 the whole batch was produced again every 1-2 s,
 // and the spool never drained).
 func TestSpoolReplaySkipsRefusedRecord(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()
-	smallTopic(t, brokers, "raw", 2000)
+	t.Run("kfake", func(t *testing.T) {
+		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cluster.Close()
+		spoolReplayRefused(t, cluster.ListenAddrs(), "raw")
+	})
+	t.Run("kafka", func(t *testing.T) {
+		spoolReplayRefused(t, kafkatest.Brokers(t), kafkatest.Topic(t, "spool-refused"))
+	})
+}
+
+func spoolReplayRefused(t *testing.T, brokers []string, topic string) {
+	smallTopic(t, brokers, topic, 2000)
 	q, err := spool.Open(t.TempDir(), spool.Config{MaxBytes: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +157,7 @@ func TestSpoolReplaySkipsRefusedRecord(t *testing.T) {
 			v = make([]byte, 5000) // over the topic's limit, compressed or not
 			_, _ = rand.Read(v)
 		}
-		recs = append(recs, kafka.Message{Topic: "raw", Value: v})
+		recs = append(recs, kafka.Message{Topic: topic, Value: v})
 	}
 	if err := q.Append(recs); err != nil {
 		t.Fatal(err)
@@ -178,7 +187,7 @@ func TestSpoolReplaySkipsRefusedRecord(t *testing.T) {
 		t.Errorf("refused %d records, want 1", st.Refused)
 	}
 	ti := &testIntake{brokers: brokers}
-	got := ti.consume(t, "raw", 29)
+	got := ti.consume(t, topic, 29)
 	seen := map[string]int{}
 	for _, r := range got {
 		seen[string(r.Value)]++

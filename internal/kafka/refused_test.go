@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventlogging/eventlogging/internal/kafkatest"
 )
 
 // readAll returns the values of every record of topic (waiting up to 10 s
@@ -47,22 +49,37 @@ func readAll(t *testing.T, brokers []string, topic string, atLeast int) map[stri
 // neighbours are produced once, and the batch is committed. On 1481bd2 Run
 // returned MESSAGE_TOO_LARGE, and a restart did the same, for ever.
 func TestPipeRefusedRecordIsItsOwn(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()
+	t.Run("kfake", func(t *testing.T) {
+		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cluster.Close()
+		pipeRefused(t, cluster.ListenAddrs(), "refused")
+	})
+	t.Run("kafka", func(t *testing.T) {
+		pipeRefused(t, kafkatest.Brokers(t), kafkatest.Topic(t, "refused"))
+	})
+}
+
+// pipeRefused is TestPipeRefusedRecordIsItsOwn on brokers, with topics
+// named after prefix.
+func pipeRefused(t *testing.T, brokers []string, prefix string) {
+	in, outTopic, errTopic, group := prefix+"-in", prefix+"-out", prefix+"-errors", prefix+"-g"
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	limit := "2000"
-	if _, err := kadm.NewClient(cl).CreateTopic(t.Context(), 1, 1, map[string]*string{"max.message.bytes": &limit}, "out"); err != nil {
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(t.Context(), 1, 1, map[string]*string{"max.message.bytes": &limit}, outTopic); err != nil {
 		t.Fatal(err)
 	}
-	produceN(t, brokers, "in", 0, 40)
+	if _, err := adm.CreateTopic(t.Context(), 1, 1, nil, in); err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, brokers, in, 0, 40)
 
 	big := make([]byte, 5000) // incompressible, over "out"'s limit
 	_, _ = rand.Read(big)
@@ -70,11 +87,11 @@ func TestPipeRefusedRecordIsItsOwn(t *testing.T) {
 		for _, r := range recs {
 			switch v := string(r.Value); v {
 			case "7":
-				out = append(out, Message{Topic: "out", Value: big})
+				out = append(out, Message{Topic: outTopic, Value: big})
 			case "13":
 				out = append(out, Message{Topic: "bad topic name!" + strings.Repeat("x", 300), Value: r.Value})
 			default:
-				out = append(out, Message{Topic: "out", Value: r.Value})
+				out = append(out, Message{Topic: outTopic, Value: r.Value})
 			}
 		}
 		return out
@@ -83,9 +100,13 @@ func TestPipeRefusedRecordIsItsOwn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	p, err := NewPipe(PipeConfig{
-		Kafka: Config{Brokers: brokers}, Group: "g", Topics: []string{"in"}, CreateOutputTopics: true,
+		Kafka: Config{Brokers: brokers}, Group: group, Topics: []string{in}, CreateOutputTopics: true,
 		OnRefused: func(m Message, err error) (Message, bool) {
-			return Message{Topic: "errors", Value: fmt.Appendf(nil, "refused %d bytes for %.20s: %s", len(m.Value), m.Topic, RefusedReason(err))}, true
+			to := "out"
+			if m.Topic != outTopic {
+				to = m.Topic[:20]
+			}
+			return Message{Topic: errTopic, Value: fmt.Appendf(nil, "refused %d bytes for %s: %s", len(m.Value), to, RefusedReason(err))}, true
 		},
 		OnBatch: func(n, _ int) {
 			if consumed.Add(int64(n)) >= 40 {
@@ -102,7 +123,7 @@ func TestPipeRefusedRecordIsItsOwn(t *testing.T) {
 	if consumed.Load() < 40 {
 		t.Fatalf("committed %d of 40 records", consumed.Load())
 	}
-	out := readAll(t, brokers, "out", 38)
+	out := readAll(t, brokers, outTopic, 38)
 	if len(out) != 38 {
 		t.Errorf("out: %d distinct records, want the 38 good ones", len(out))
 	}
@@ -111,18 +132,17 @@ func TestPipeRefusedRecordIsItsOwn(t *testing.T) {
 			t.Errorf("out: %q produced %d times", v, n)
 		}
 	}
-	errs := readAll(t, brokers, "errors", 2)
+	errs := readAll(t, brokers, errTopic, 2)
 	want := map[string]int{"refused 5000 bytes for out: MESSAGE_TOO_LARGE": 1, "refused 2 bytes for bad topic name!xxxxx: TOPIC_REFUSED": 1}
 	if fmt.Sprint(errs) != fmt.Sprint(want) {
 		t.Errorf("errors topic: %v, want %v", errs, want)
 	}
 	// Committed: a new member of the group starts after the 40 records.
-	adm := kadm.NewClient(cl)
-	offs, err := adm.FetchOffsets(t.Context(), "g")
+	offs, err := adm.FetchOffsets(t.Context(), group)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o, _ := offs.Lookup("in", 0); o.At != 40 {
+	if o, _ := offs.Lookup(in, 0); o.At != 40 {
 		t.Errorf("committed offset %d, want 40", o.At)
 	}
 }

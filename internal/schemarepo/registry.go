@@ -111,7 +111,10 @@ func Push(ctx context.Context, cl *sr.Client, dir string, w io.Writer) (register
 			}
 			if v.Revision > 0 {
 				// Legacy: the revision is the global id (import mode).
-				for _, r := range cl.SetMode(ctx, sr.ModeImport, s) {
+				// Forced: IMPORT is refused by default on a subject that
+				// has versions, and adding a revision to a legacy schema
+				// that exists is the everyday change.
+				for _, r := range cl.SetMode(sr.WithParams(ctx, sr.Force), sr.ModeImport, s) {
 					if r.Err != nil {
 						return registered, existing, fmt.Errorf("push %s: set import mode: %w", v.Label(), r.Err)
 					}

@@ -235,3 +235,41 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	countRows(t, db, 1, `SELECT count(*) FROM "analytics_edit_funnel_1_0_0" WHERE event_session_token = ?`, "reload-test-0001")
 	sa.stop(t)
 }
+
+// TestPushNewRevisionOfLegacySchema is the everyday schema change, as a
+// user makes it (issue 31): a new revision file beside the existing one,
+// `schema push` of the folder, and a replay in the same second. The push
+// registers the revision (on 1481bd2 it failed: "set import mode: Cannot
+// import since found existing subjects"), a second push registers nothing,
+// and the replayed event is valid.
+func TestPushNewRevisionOfLegacySchema(t *testing.T) {
+	schemas := copyExampleSchemas(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	_, base := startStandalone(t, nil, dataDir, "--schemas", schemas, "--streams", "../../examples/streams.yaml")
+	ev := `{"schema":"ButtonClick","revision":20,"wiki":"testwiki","webHost":"test.example","event":{"button":"save","page":"Rev20","color":"red"}}`
+	postHasty(t, base, "["+ev+"]")
+	runCLI(t, "tail", "--data-dir", dataDir, "--from-beginning", "--count", "1", "--timeout", "60s", "eventlogging_EventError")
+
+	doc := `{"type":"object","properties":{"button":{"type":"string"},"page":{"type":"string"},"color":{"type":"string"}},"required":["button","page"]}`
+	if err := os.WriteFile(filepath.Join(schemas, "ButtonClick", "20.json"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := runCLI(t, "schema", "push", schemas, "--registry", base+"/registry"); !strings.Contains(out, "registered ButtonClick/20") || !strings.Contains(out, "1 registered") {
+		t.Fatalf("schema push of a new revision: %q", out)
+	}
+	if out, code := runCLIStatus(t, "replay", "--data-dir", dataDir); code != 0 || !strings.Contains(out, "1 valid") {
+		t.Fatalf("replay right after the push: exit %d\n%s", code, out)
+	}
+	if out := runCLI(t, "schema", "push", schemas, "--registry", base+"/registry"); !strings.Contains(out, "0 registered") {
+		t.Fatalf("second push: %q, want nothing registered", out)
+	}
+	if code, body := postSync(t, base, ev); code != http.StatusCreated {
+		t.Fatalf("an event of the new revision: %d %s", code, body)
+	}
+	db := openSQLite(t, filepath.Join(dataDir, "events.db"))
+	waitFor(t, 60*time.Second, "both events of revision 20 in SQL", func() bool {
+		var n int
+		err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM "ButtonClick_20" WHERE event_page = 'Rev20'`).Scan(&n)
+		return err == nil && n == 2
+	})
+}

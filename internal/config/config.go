@@ -21,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/httpauth"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/logging"
 )
@@ -67,12 +68,21 @@ type Log struct {
 // (registry.write_token, dashboard.token) as "Authorization: Bearer
 // <token>"; others get 403. The client address is the socket's peer, or
 // the X-Forwarded-For client when the peer is in intake.trusted_proxies.
+// Before that, the admin routes answer only the hosts of AllowedHosts
+// (others get 421) and refuse cross-origin browser requests (403).
 type Security struct {
 	// AdminNetworks are addresses and CIDR prefixes of the clients admitted
 	// without a token; default loopback (127.0.0.0/8, ::1). An empty list
 	// admits no network: only the tokens. Env
 	// EVENTLOGGING_SECURITY_ADMIN_NETWORKS (comma-separated; empty: none).
 	AdminNetworks []string `yaml:"admin_networks"`
+	// AllowedHosts are the host names (or host:port) the admin routes
+	// answer in the Host header, against DNS rebinding; default localhost.
+	// The host name of the role's listen address (and, for the registry,
+	// of registry.self_url and registry.url) is added; an address
+	// (127.0.0.1, [::1], 10.0.0.5:8090) always passes; "*" turns the check
+	// off. Env EVENTLOGGING_SECURITY_ALLOWED_HOSTS (comma-separated).
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // SlogLevel parses the level; "" is info.
@@ -207,6 +217,38 @@ type Registry struct {
 	DefaultCompatibility string `yaml:"default_compatibility"`
 	// ImportDir is a schema folder registered at start (idempotent).
 	ImportDir string `yaml:"import_dir"`
+
+	// Limits on compiling a schema (a JSON Schema compiled, an Avro schema
+	// parsed) in the registry's lookup, compatibility and register
+	// requests, and in the schema resolution of processors and intakes
+	// (which read this section too); 0 selects the default. A schema over
+	// a limit is invalid: the registry answers 422 with error_code 42201
+	// and a message naming the key, e.g. "Invalid schema: schema has 4000
+	// patterns, the limit is 1000 (registry.max_schema_patterns)".
+
+	// MaxSchemaBytes bounds the text of a schema; default 1048576 (1 MiB).
+	MaxSchemaBytes int `yaml:"max_schema_bytes"`
+	// MaxSchemaPatterns bounds the regular expressions of a schema
+	// ("pattern" values, "patternProperties" names); default 1000.
+	MaxSchemaPatterns int `yaml:"max_schema_patterns"`
+	// MaxPatternBytes bounds the length of one pattern; default 1000.
+	MaxPatternBytes int `yaml:"max_pattern_bytes"`
+	// MaxPatternProgram bounds the compiled program of one pattern, in
+	// regexp instructions, which is what compiling it costs: a counted
+	// repetition x{n,m} copies x m times (^[a-z]{1,255}$ is 513
+	// instructions, ^(a|b){1,1000}$ over 4,000); default 1000.
+	MaxPatternProgram int `yaml:"max_pattern_program"`
+	// CompileTimeout bounds the compile of one schema; default 5s.
+	CompileTimeout time.Duration `yaml:"compile_timeout"`
+	// MaxConcurrentCompiles is how many schemas a role compiles at once;
+	// default 2.
+	MaxConcurrentCompiles int `yaml:"max_concurrent_compiles"`
+	// CompileWait bounds how long a compile waits for its turn; past it
+	// the registry answers 503 (error_code 50301, Retry-After: 1), and a
+	// processor or intake fails the event as it does when a schema fetch
+	// times out (a processor EventError, which can be replayed). Default
+	// 5s.
+	CompileWait time.Duration `yaml:"compile_wait"`
 }
 
 // AdminToken is the registry's write token: write_token, else the former
@@ -390,6 +432,14 @@ func cmpOr(s ...string) string {
 }
 
 // Default returns the configuration used when a key is not set.
+// DefaultFileMaxAge is sink.file_max_age's default (standalone's is
+// StandaloneFileMaxAge).
+const DefaultFileMaxAge = 10 * time.Minute
+
+// StandaloneFileMaxAge is sink.file_max_age in standalone unless set: a
+// user trying it sees files within a minute, whatever the target.
+const StandaloneFileMaxAge = time.Minute
+
 func Default() Config {
 	return Config{
 		Kafka: Kafka{
@@ -429,13 +479,13 @@ func Default() Config {
 			ErrorTopic:            "eventlogging_SinkError",
 			BatchSize:             1000,
 			BatchTime:             5 * time.Second,
-			FileMaxAge:            10 * time.Minute,
+			FileMaxAge:            DefaultFileMaxAge,
 			IcebergCommitInterval: time.Minute,
 			Lateness:              time.Hour,
 		},
 		Metrics:   Metrics{LagInterval: 15 * time.Second},
 		Dashboard: Dashboard{Listen: ":8090"},
-		Security:  Security{AdminNetworks: []string{"127.0.0.0/8", "::1"}},
+		Security:  Security{AdminNetworks: []string{"127.0.0.0/8", "::1"}, AllowedHosts: []string{"localhost"}},
 		Standalone: Standalone{
 			DataDir:     "data",
 			KafkaListen: "127.0.0.1:19092",
@@ -678,6 +728,19 @@ func (c *Config) validateIntake() error {
 	if !capsule.ValidTopicName(r.Topic) {
 		return fmt.Errorf("config: registry.topic: %q is not a valid topic name", r.Topic)
 	}
+	for _, l := range []struct {
+		key string
+		v   int64
+	}{
+		{"max_schema_bytes", int64(r.MaxSchemaBytes)}, {"max_schema_patterns", int64(r.MaxSchemaPatterns)},
+		{"max_pattern_bytes", int64(r.MaxPatternBytes)}, {"max_pattern_program", int64(r.MaxPatternProgram)},
+		{"compile_timeout", int64(r.CompileTimeout)}, {"max_concurrent_compiles", int64(r.MaxConcurrentCompiles)},
+		{"compile_wait", int64(r.CompileWait)},
+	} {
+		if l.v < 0 {
+			return fmt.Errorf("config: registry.%s: negative, want 0 (the default) or more", l.key)
+		}
+	}
 	switch strings.ToUpper(r.DefaultCompatibility) {
 	case "NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE":
 	default:
@@ -758,6 +821,9 @@ func (c *Config) validateAdmin() error {
 		if !validPrefix(n) {
 			return fmt.Errorf("config: security.admin_networks: %q is not an address or CIDR prefix (e.g. 10.0.0.0/8, 192.0.2.7, ::1)", n)
 		}
+	}
+	if _, err := httpauth.ParseHosts(c.Security.AllowedHosts); err != nil {
+		return fmt.Errorf("config: security.allowed_hosts: %w", err)
 	}
 	if r := c.Registry; r.Token != "" && r.WriteToken != "" && r.Token != r.WriteToken {
 		return errors.New("config: registry.token: the former name of registry.write_token, set to another value than it (EVENTLOGGING_REGISTRY_TOKEN, EVENTLOGGING_REGISTRY_WRITE_TOKEN): keep registry.write_token only")

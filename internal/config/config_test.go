@@ -215,6 +215,27 @@ func TestAdminKeys(t *testing.T) {
 	}
 }
 
+// TestAllowedHosts: security.allowed_hosts' default (localhost), a list
+// from a file and from the environment.
+func TestAllowedHosts(t *testing.T) {
+	if got := strings.Join(Default().Security.AllowedHosts, ","); got != "localhost" {
+		t.Errorf("default allowed hosts %q, want localhost", got)
+	}
+	data, _ := os.ReadFile("testdata/admin.good.yaml")
+	c, err := Parse(data)
+	if got := strings.Join(c.Security.AllowedHosts, ","); err != nil || got != "localhost,dashboard.example.org,registry.internal:8081,[::1]" {
+		t.Errorf("admin.good.yaml: allowed hosts %q, %v", got, err)
+	}
+	c = Default()
+	env := map[string]string{"EVENTLOGGING_SECURITY_ALLOWED_HOSTS": "dash.example.org, localhost:8090"}
+	if err := applyEnv(&c, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Security.AllowedHosts, ","); c.Validate() != nil || got != "dash.example.org,localhost:8090" {
+		t.Errorf("from the environment: %q, %v", got, c.Validate())
+	}
+}
+
 // TestLogKeys: log.format and log.request_sample from the environment.
 func TestLogKeys(t *testing.T) {
 	c := Default()

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -32,6 +33,13 @@ type Config struct {
 	// "security.admin_networks" and "registry.write_token".
 	NetworksKey string
 	TokenKey    string
+	// Hosts are the host names the guarded routes answer (see ParseHosts);
+	// nil: any Host. A request whose Host header names another host is
+	// refused with 421 Misdirected Request, before any other check.
+	Hosts *Hosts
+	// HostsKey is the configuration key of Hosts, named in refusals, e.g.
+	// "security.allowed_hosts".
+	HostsKey string
 }
 
 // Guard decides whether a request may use an admin route. It is safe for
@@ -40,6 +48,8 @@ type Guard struct {
 	cfg       Config
 	hasToken  bool
 	tokenHash [sha256.Size]byte
+	// csrf refuses cross-origin browser requests, net/http's way.
+	csrf *http.CrossOriginProtection
 }
 
 // New returns the guard of cfg.
@@ -47,7 +57,8 @@ func New(cfg Config) *Guard {
 	if cfg.What == "" {
 		cfg.What = "this route"
 	}
-	return &Guard{cfg: cfg, hasToken: cfg.Token != "", tokenHash: sha256.Sum256([]byte(cfg.Token))}
+	return &Guard{cfg: cfg, hasToken: cfg.Token != "", tokenHash: sha256.Sum256([]byte(cfg.Token)),
+		csrf: http.NewCrossOriginProtection()}
 }
 
 // RefusedError is a request the guard does not admit. Its text says how to
@@ -57,13 +68,36 @@ type RefusedError struct {
 	// Client is the client's address as the guard saw it (invalid when
 	// the peer's address did not parse).
 	Client netip.Addr
+	// Status is the HTTP status of the refusal: 421 when the Host is not
+	// one the routes answer, else 403.
+	Status int
 	msg    string
 }
 
 func (e *RefusedError) Error() string { return e.msg }
 
-// Check returns nil when r is admitted, else a *RefusedError.
+// HTTPStatus is e.Status.
+func (e *RefusedError) HTTPStatus() int { return e.Status }
+
+// Check returns nil when r is admitted, else a *RefusedError. In order:
+// r's Host must be one of Config.Hosts (against DNS rebinding: a page on
+// another site whose name now resolves to this server); r must not be a
+// cross-origin browser request (net/http's CrossOriginProtection: by
+// Sec-Fetch-Site, else Origin against Host) — a request that changes
+// something never, a read only as a navigation (following a link), not as
+// a fetch, an EventSource or an image; and its client must be in the
+// admin networks or send the token. Requests without Origin and
+// Sec-Fetch-Site — every client that is not a browser — pass the
+// cross-origin check.
 func (g *Guard) Check(r *http.Request) error {
+	if h := g.cfg.Hosts; h != nil && !h.Allows(r.Host) {
+		return &RefusedError{Status: http.StatusMisdirectedRequest, msg: fmt.Sprintf(
+			"%s answer only the host names in %s, and the request was for host %q: if that is a name of this server, add it to %s",
+			g.cfg.What, keyOr(g.cfg.HostsKey, "the allowed hosts"), r.Host, keyOr(g.cfg.HostsKey, "the allowed hosts"))}
+	}
+	if err := g.crossOrigin(r); err != nil {
+		return err
+	}
 	client, ok := ClientAddr(r, g.cfg.TrustedProxies)
 	if ok {
 		for _, p := range g.cfg.Networks {
@@ -84,9 +118,36 @@ func (g *Guard) Check(r *http.Request) error {
 	if ok {
 		seen = client.String()
 	}
-	return &RefusedError{Client: client, msg: fmt.Sprintf(
+	return &RefusedError{Client: client, Status: http.StatusForbidden, msg: fmt.Sprintf(
 		"%s are open to the admin networks only, and %s is not in them: add the client's network to %s, or send the token (%s) as \"Authorization: Bearer <token>\"",
 		g.cfg.What, seen, keyOr(g.cfg.NetworksKey, "the admin networks"), keyOr(g.cfg.TokenKey, "the route's token"))}
+}
+
+// crossOrigin refuses r when it is a cross-origin browser request: one
+// that changes something, or a read that is not a navigation.
+func (g *Guard) crossOrigin(r *http.Request) error {
+	probe := r
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		if r.Header.Get("Sec-Fetch-Mode") == "navigate" || (r.Header.Get("Sec-Fetch-Site") == "" && r.Header.Get("Origin") == "") {
+			return nil // following a link, or not a browser
+		}
+		// CrossOriginProtection admits every read: ask it as if r changed
+		// something.
+		p := *r
+		p.Method = http.MethodPost
+		probe = &p
+	}
+	if g.csrf.Check(probe) == nil {
+		return nil
+	}
+	from := "Sec-Fetch-Site: " + r.Header.Get("Sec-Fetch-Site")
+	if r.Header.Get("Sec-Fetch-Site") == "" {
+		from = fmt.Sprintf("Origin %q for host %q", r.Header.Get("Origin"), r.Host)
+	}
+	return &RefusedError{Status: http.StatusForbidden, msg: fmt.Sprintf(
+		"%s refuse cross-origin browser requests (%s): use them from this server's own pages, or from a client that is not a browser",
+		g.cfg.What, from)}
 }
 
 func keyOr(key, otherwise string) string {
@@ -96,24 +157,30 @@ func keyOr(key, otherwise string) string {
 	return key
 }
 
-// Handler returns next guarded: a request Check refuses is answered 403
-// with {"status": 403, "error": "<how to get access>"}, and next is not
+// Handler returns next guarded: a request Check refuses is answered with
+// the refusal's status (403, or 421 for a Host not allowed) and
+// {"status": <status>, "error": "<how to get access>"}, and next is not
 // called.
 func (g *Guard) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if err := g.Check(r); err != nil {
+			status := http.StatusForbidden
+			var re *RefusedError
+			if errors.As(err, &re) && re.Status != 0 {
+				status = re.Status
+			}
 			var body bytes.Buffer
 			enc := json.NewEncoder(&body)
 			enc.SetEscapeHTML(false) // "<token>" stays readable; served as JSON, never HTML
 			_ = enc.Encode(struct {
 				Status int    `json:"status"`
 				Error  string `json:"error"`
-			}{http.StatusForbidden, err.Error()})
+			}{status, err.Error()})
 			h := rw.Header()
 			h.Set("Content-Type", "application/json")
 			h.Set("X-Content-Type-Options", "nosniff")
 			h.Set("Cache-Control", "no-store")
-			rw.WriteHeader(http.StatusForbidden)
+			rw.WriteHeader(status)
 			_, _ = rw.Write(body.Bytes())
 			return
 		}

@@ -2,6 +2,7 @@ package httpauth
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -109,5 +110,115 @@ func BenchmarkCheck(b *testing.B) {
 		if g.Check(r) != nil {
 			b.Fatal("refused")
 		}
+	}
+}
+
+// TestHosts: security.allowed_hosts entries, and the Host headers they let
+// through; an address always passes, "*" lets everything through.
+func TestHosts(t *testing.T) {
+	for _, bad := range []string{"http://x.example", "x.example/", "x.example:", "x.example:http", "x.example:0", "x.example:65536", "a..b", "with space", "a:b:c", ""} {
+		if _, err := ParseHosts([]string{bad}); err == nil || !strings.Contains(err.Error(), `"`+bad+`"`) {
+			t.Errorf("ParseHosts(%q) = %v, want an error quoting it", bad, err)
+		}
+	}
+	tests := []struct {
+		list  []string
+		host  string
+		allow bool
+	}{
+		{[]string{"localhost"}, "localhost", true},
+		{[]string{"localhost"}, "localhost:8090", true},
+		{[]string{"localhost"}, "LocalHost.:8090", true},
+		{[]string{"LOCALHOST"}, "localhost", true},
+		{[]string{"localhost"}, "rebind.evil.example", false},
+		{[]string{"localhost"}, "rebind.evil.example:8090", false},
+		{[]string{"localhost"}, "localhost.evil.example", false},
+		{[]string{"localhost"}, "127.0.0.1:8090", true},
+		{[]string{"localhost"}, "[::1]:8090", true},
+		{[]string{"localhost"}, "10.0.0.5", true},
+		{[]string{"localhost"}, "", true},
+		{nil, "localhost", false},
+		{[]string{"dash.example.org:443"}, "dash.example.org:443", true},
+		{[]string{"dash.example.org:443"}, "dash.example.org:8443", false},
+		{[]string{"dash.example.org:443"}, "dash.example.org", false},
+		{[]string{"[::1]", "::1", "127.0.0.1:80"}, "rebind.evil.example", false},
+		{[]string{"localhost", "*"}, "rebind.evil.example", true},
+	}
+	for _, tt := range tests {
+		h, err := ParseHosts(tt.list)
+		if err != nil {
+			t.Fatalf("ParseHosts(%q): %v", tt.list, err)
+		}
+		if got := h.Allows(tt.host); got != tt.allow {
+			t.Errorf("%q allows %q: %v, want %v", tt.list, tt.host, got, tt.allow)
+		}
+	}
+}
+
+// TestGuardBrowsers: a guard refuses a Host it does not answer (421) and
+// cross-origin browser requests (403) from an admitted network: writes
+// always, reads unless they are navigations; requests without Origin and
+// Sec-Fetch-Site (every client that is not a browser) pass.
+func TestGuardBrowsers(t *testing.T) {
+	hosts, err := ParseHosts([]string{"localhost", "dash.example.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(Config{Networks: prefixes("127.0.0.0/8"), Hosts: hosts, What: "the dashboard", HostsKey: "security.allowed_hosts"})
+	tests := []struct {
+		name, method, host string
+		header             map[string]string
+		status             int // 0: admitted
+	}{
+		{"not a browser", "POST", "localhost:8090", nil, 0},
+		{"same-origin fetch", "POST", "localhost:8090", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://localhost:8090"}, 0},
+		{"an allowed name", "POST", "dash.example.org", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://dash.example.org"}, 0},
+		{"an address", "DELETE", "127.0.0.1:8090", map[string]string{"Origin": "http://127.0.0.1:8090"}, 0},
+		{"DNS rebinding", "POST", "rebind.evil.example:8090", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://rebind.evil.example:8090"}, 421},
+		{"DNS rebinding, a read", "GET", "rebind.evil.example:8090", map[string]string{"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors"}, 421},
+		{"no-cors POST from another site", "POST", "localhost:8090", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, 403},
+		{"same-site is another origin", "POST", "localhost:8090", map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "http://other.localhost"}, 403},
+		{"Origin only, another host", "PUT", "localhost:8090", map[string]string{"Origin": "https://evil.example"}, 403},
+		{"cross-site fetch of a read", "GET", "localhost:8090", map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors", "Origin": "https://evil.example"}, 403},
+		{"cross-site image", "GET", "localhost:8090", map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"}, 403},
+		{"cross-site link followed", "GET", "localhost:8090", map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}, 0},
+		{"a read, not a browser", "GET", "localhost:8090", nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequestWithContext(t.Context(), tt.method, "http://"+tt.host+"/x", nil)
+			r.RemoteAddr = "127.0.0.1:5000"
+			for k, v := range tt.header {
+				r.Header.Set(k, v)
+			}
+			err := g.Check(r)
+			if tt.status == 0 {
+				if err != nil {
+					t.Errorf("refused: %v", err)
+				}
+				return
+			}
+			var re *RefusedError
+			if !errors.As(err, &re) || re.Status != tt.status {
+				t.Fatalf("Check = %v, want a %d refusal", err, tt.status)
+			}
+			want := []string{"the dashboard", "cross-origin"}
+			if tt.status == 421 {
+				want = []string{"the dashboard", "security.allowed_hosts", strings.Split(tt.host, ":")[0]}
+			}
+			for _, w := range want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("refusal %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+	// The handler answers with the refusal's status.
+	r := httptest.NewRequestWithContext(t.Context(), "POST", "http://rebind.evil.example/api/replay", nil)
+	r.RemoteAddr = "127.0.0.1:5000"
+	rec := httptest.NewRecorder()
+	g.Handler(http.NotFoundHandler()).ServeHTTP(rec, r)
+	if rec.Code != http.StatusMisdirectedRequest || !strings.Contains(rec.Body.String(), `"status":421`) || !strings.Contains(rec.Body.String(), `\"rebind.evil.example\"`) {
+		t.Errorf("handler: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -27,6 +27,7 @@ const (
 	codeSubjectLevelNotSet    = 40408
 	codeSubjectModeNotSet     = 40409
 	codeBodyTooLarge          = 41301 // Confluent has none: its limit is the broker's
+	codeMisdirected           = 42101 // Confluent has none: a Host not in security.allowed_hosts
 	codeInvalidSchema         = 42201
 	codeInvalidVersion        = 42202
 	codeInvalidLevel          = 42203
@@ -38,6 +39,7 @@ const (
 	codeTimeout               = 50002
 	codeForwarding            = 50003
 	codeUnknownLeader         = 50004
+	codeBusy                  = 50301 // Confluent has none: no compile slot (registry.max_concurrent_compiles)
 )
 
 // apiError is an error the API answers with: {"error_code", "message"}.

@@ -368,7 +368,7 @@ func (r *Registry) postLookup(c *call) error {
 	if err != nil {
 		return err
 	}
-	cand, err := r.prepare(req)
+	cand, err := r.prepare(c.req.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -415,7 +415,7 @@ func (r *Registry) postCompatibility(c *call) error {
 	if err != nil {
 		return err
 	}
-	cand, err := r.prepare(req)
+	cand, err := r.prepare(c.req.Context(), req)
 	if err != nil {
 		return err
 	}

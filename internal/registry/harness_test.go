@@ -233,6 +233,9 @@ func newRecorder(t testing.TB, r *Registry, method, path, body string) *httptest
 		rd = strings.NewReader(body)
 	}
 	req := httptest.NewRequestWithContext(t.Context(), method, path, rd)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	}
 	rec := httptest.NewRecorder()
 	r.Handler().ServeHTTP(rec, req)
 	return rec

@@ -215,11 +215,15 @@ func (r *Registry) dispatch(c *call) error {
 	}
 	if ep.write && r.cfg.Authorize != nil {
 		if err := r.cfg.Authorize(c.req); err != nil {
+			var st interface{ HTTPStatus() int }
+			if errors.As(err, &st) && st.HTTPStatus() == http.StatusMisdirectedRequest {
+				return apiErrorf(codeMisdirected, "%s", err.Error())
+			}
 			return apiErrorf(codeForbidden, "%s", err.Error())
 		}
 	}
 	if ep.body {
-		if err := r.readBody(c); err != nil {
+		if err := r.readBody(c, ep.write); err != nil {
 			return err
 		}
 	}
@@ -282,12 +286,20 @@ func negotiate(accept string) string {
 }
 
 // readBody reads a request body of an accepted media type, up to
-// MaxBodyBytes.
-func (r *Registry) readBody(c *call) error {
-	if ct := c.req.Header.Get("Content-Type"); ct != "" {
+// MaxBodyBytes. A write must name its media type: a browser sends a body
+// to another site without asking first (no CORS preflight) only with no
+// Content-Type or a form or text/plain one, which are all refused.
+func (r *Registry) readBody(c *call, write bool) error {
+	ct := c.req.Header.Get("Content-Type")
+	if ct != "" || write {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/octet-stream" && !slices.Contains(mediaTypes, mt)) {
-			return apiErrorf(codeUnsupportedMediaType, "HTTP 415 Unsupported Media Type: send %s", mediaTypes[0])
+			got := "no Content-Type"
+			if ct != "" {
+				got = fmt.Sprintf("Content-Type %q", ct)
+			}
+			return apiErrorf(codeUnsupportedMediaType, "HTTP 415 Unsupported Media Type: the request has %s; send the JSON body with Content-Type %s, %s or %s (application/octet-stream is read as JSON too)",
+				got, mediaTypes[0], mediaTypes[1], mediaTypes[2])
 		}
 	}
 	tooLarge := apiErrorf(codeBodyTooLarge, "Request body exceeds the limit of %d bytes", r.cfg.MaxBodyBytes)
@@ -388,6 +400,9 @@ func (r *Registry) writeError(c *call, err error) {
 		ae = apiErrorf(codeStore, "Internal error: %v", err)
 	} else if ae.status() >= 500 {
 		r.log.Warn("request failed", "method", c.req.Method, "path", c.req.URL.Path, "code", ae.Code, "err", ae.Message)
+	}
+	if ae.Code == codeBusy {
+		c.rw.Header().Set("Retry-After", "1")
 	}
 	c.write(ae.status(), encodeJSON(ae))
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/kafka/schemalog"
+	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
 // Log is the registry's storage: an ordered log of keyed records that
@@ -68,8 +69,13 @@ type Config struct {
 	// Authorize decides whether a mutating request (registering,
 	// deleting, PUT /config, PUT /mode) is admitted: nil admits it; an
 	// error refuses it with 403, error_code 40301 and the error's text as
-	// the message, which should say how to get access. Reads, lookups and
+	// the message, which should say how to get access — or with 421,
+	// error_code 42101 when the error has an HTTPStatus() int method that
+	// says 421 (a Host the registry does not answer). Reads, lookups and
 	// compatibility checks are not asked. nil: every write is admitted.
+	// Writes with a body are refused with 415 unless their Content-Type is
+	// one of the API's JSON media types (or application/octet-stream),
+	// whatever Authorize says.
 	Authorize func(*http.Request) error
 	// WriteToken, when set, is sent as "Authorization: Bearer <token>" on
 	// the writes this instance forwards to the leader (after Authorize
@@ -88,6 +94,12 @@ type Config struct {
 	// HTTPClient forwards writes to the leader; default a client with
 	// Timeout as its timeout.
 	HTTPClient *http.Client
+	// Compiler parses and compiles the schemas of requests (register,
+	// lookup, compatibility) within its limits and a few at a time:
+	// over a limit is 422 (error_code 42201, the message naming the
+	// limit's config key), no free slot within its wait 503 (50301).
+	// Default schema.NewCompiler with the default limits.
+	Compiler *schema.Compiler
 }
 
 // Registry is the schema registry service: the replayed state, the write
@@ -129,6 +141,9 @@ func New(cfg Config) (*Registry, error) {
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: cfg.Timeout}
+	}
+	if cfg.Compiler == nil {
+		cfg.Compiler = schema.NewCompiler(schema.Limits{})
 	}
 	return &Registry{
 		cfg: cfg,

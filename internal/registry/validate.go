@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -128,8 +129,9 @@ const maxRefDepth = 32
 
 // prepare validates a schema request: its type, that it parses (Avro,
 // with its references) or parses and compiles as JSON Schema (after
-// draft-3 normalisation), and that its references exist.
-func (r *Registry) prepare(req *schemaRequest) (*candidate, error) {
+// draft-3 normalisation), and that its references exist. The parse or
+// compile runs in one of the compiler's slots and within its limits.
+func (r *Registry) prepare(ctx context.Context, req *schemaRequest) (*candidate, error) {
 	c := &candidate{
 		schemaType: normalizeType(req.SchemaType),
 		text:       *req.Schema,
@@ -140,18 +142,23 @@ func (r *Registry) prepare(req *schemaRequest) (*candidate, error) {
 	if c.schemaType != typeJSON && c.schemaType != typeAvro {
 		return nil, errInvalidSchema("schema type %q is not supported (supported: JSON, AVRO)", req.SchemaType)
 	}
+	comp := r.cfg.Compiler
+	if err := comp.CheckSize(len(c.text)); err != nil {
+		return nil, compileError(err)
+	}
 	refTexts, err := r.referencedTexts(c.refs)
 	if err != nil {
 		return nil, err
 	}
 	switch c.schemaType {
 	case typeJSON:
-		if err := validateJSONSchema(c.text); err != nil {
+		if err := validateJSONSchema(ctx, comp, c.text); err != nil {
 			return nil, err
 		}
 	case typeAvro:
-		if err := validateAvro(c.text, refTexts); err != nil {
-			return nil, err
+		err := comp.Do(ctx, func() error { return validateAvro(c.text, refTexts) })
+		if err != nil {
+			return nil, compileError(err)
 		}
 	}
 	canon, err := canonical(c.schemaType, c.text)
@@ -222,8 +229,9 @@ const (
 
 // validateJSONSchema checks a JSON Schema document: JSON text (not YAML),
 // an object, within maxSchemaDepth and maxSchemaObjects, that compiles once
-// normalised (draft 3 → 2020-12). The text itself is what gets stored.
-func validateJSONSchema(text string) error {
+// normalised (draft 3 → 2020-12) with comp. The text itself is what gets
+// stored.
+func validateJSONSchema(ctx context.Context, comp *schema.Compiler, text string) error {
 	raw := bytes.TrimSpace([]byte(text))
 	if !json.Valid(raw) {
 		return errInvalidSchema("a JSON schema must be valid JSON text")
@@ -236,10 +244,31 @@ func validateJSONSchema(text string) error {
 	if err != nil {
 		return errInvalidSchema("%v", err)
 	}
-	if _, err := schema.Compile(schema.ID{Name: "registry", Revision: 1}, doc); err != nil {
-		return errInvalidSchema("%v", err)
+	if _, err := comp.Compile(ctx, schema.ID{Name: "registry", Revision: 1}, doc); err != nil {
+		return compileError(err)
 	}
 	return nil
+}
+
+// compileError maps an error of the compiler: a limit is an invalid
+// schema whose message is the limit's ("Invalid schema: schema has 4000
+// patterns, the limit is 1000 (registry.max_schema_patterns)"), no free
+// slot is 503, the request's end a timeout.
+func compileError(err error) error {
+	var le *schema.LimitError
+	switch {
+	case errors.As(err, &le):
+		return errInvalidSchema("%s", le.Error())
+	case errors.Is(err, schema.ErrBusy):
+		return apiErrorf(codeBusy, "Too many schemas are being compiled, retry later: %v", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return apiErrorf(codeTimeout, "Operation timed out: %v", err)
+	}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return errInvalidSchema("%v", err)
 }
 
 // jsonShape returns the nesting depth of valid JSON text and its number

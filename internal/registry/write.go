@@ -39,7 +39,7 @@ func (r *Registry) register(ctx context.Context, subject string, req *schemaRequ
 	if req.Version > math.MaxInt32 || req.Version < -1 {
 		return 0, false, errInvalidVersion(fmt.Sprint(req.Version))
 	}
-	c, err := r.prepare(req)
+	c, err := r.prepare(ctx, req)
 	if err != nil {
 		return 0, false, err
 	}

@@ -66,7 +66,11 @@ func (ds *Dashboard) Run(ctx context.Context) error {
 	if ln == nil {
 		prefix = "/dashboard"
 	}
-	dash, err := dashboardHandler(ins, c, prefix, gctx.Done(), log)
+	listen := c.Dashboard.Listen
+	if ln == nil {
+		listen = c.Intake.Listen // standalone's one listener
+	}
+	dash, err := dashboardHandler(ins, c, prefix, listen, gctx.Done(), log)
 	if err != nil {
 		if ln != nil {
 			_ = ln.Close()
@@ -125,15 +129,17 @@ func NewInspector(c config.Config, kc kafka.Config, health map[string]string, ex
 	})
 }
 
-// dashboardHandler is the dashboard over ins, mounted at prefix, open to
-// the admin networks and to dashboard.token only; it ends its live streams
-// when stop is closed.
-func dashboardHandler(ins *inspect.Inspector, c config.Config, prefix string, stop <-chan struct{}, log *slog.Logger) (http.Handler, error) {
-	guard, err := adminGuard(c, "the dashboard and its replay", "dashboard.token", c.Dashboard.AdminToken())
+// dashboardHandler is the dashboard over b, mounted at prefix and served
+// on listen, open to the admin networks and to dashboard.token only, under
+// the host names of security.allowed_hosts and of listen, and not to
+// cross-origin browser requests; it ends its live streams when stop is
+// closed.
+func dashboardHandler(b dashboard.Backend, c config.Config, prefix, listen string, stop <-chan struct{}, log *slog.Logger) (http.Handler, error) {
+	guard, err := adminGuard(c, "the dashboard and its replay", "dashboard.token", c.Dashboard.AdminToken(), listen)
 	if err != nil {
 		return nil, err
 	}
-	h, err := dashboard.New(ins, dashboard.Config{
+	h, err := dashboard.New(b, dashboard.Config{
 		Prefix: prefix,
 		Stop:   stop,
 		Logger: log.With("component", "dashboard"),

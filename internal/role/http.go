@@ -5,6 +5,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -69,10 +73,12 @@ func (l *lateHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	http.Error(rw, msg, http.StatusServiceUnavailable)
 }
 
-// adminGuard is the guard of an admin route: c's admin networks, the
-// intake's trusted proxies (whose X-Forwarded-For names the client) and
-// the route's token, set by tokenKey.
-func adminGuard(c config.Config, what, tokenKey, token string) (*httpauth.Guard, error) {
+// adminGuard is the guard of an admin route: c's allowed hosts with the
+// host names of reachedAt (the route's listen address and the URLs it is
+// known by), c's admin networks, the intake's trusted proxies (whose
+// X-Forwarded-For names the client) and the route's token, set by
+// tokenKey. It also refuses cross-origin browser requests.
+func adminGuard(c config.Config, what, tokenKey, token string, reachedAt ...string) (*httpauth.Guard, error) {
 	nets, err := intake.ParseTrustedProxies(c.Security.AdminNetworks)
 	if err != nil {
 		return nil, fmt.Errorf("security.admin_networks: %w", err)
@@ -81,6 +87,10 @@ func adminGuard(c config.Config, what, tokenKey, token string) (*httpauth.Guard,
 	if err != nil {
 		return nil, fmt.Errorf("intake.trusted_proxies: %w", err)
 	}
+	hosts, err := allowedHosts(c.Security.AllowedHosts, reachedAt)
+	if err != nil {
+		return nil, fmt.Errorf("security.allowed_hosts: %w", err)
+	}
 	return httpauth.New(httpauth.Config{
 		Networks:       nets,
 		TrustedProxies: proxies,
@@ -88,5 +98,33 @@ func adminGuard(c config.Config, what, tokenKey, token string) (*httpauth.Guard,
 		What:           what,
 		NetworksKey:    "security.admin_networks",
 		TokenKey:       tokenKey,
+		Hosts:          hosts,
+		HostsKey:       "security.allowed_hosts",
 	}), nil
+}
+
+// allowedHosts are the configured hosts and the host names of reachedAt,
+// listen addresses ("name:8090", ":8090") and URLs; addresses and empty
+// hosts are left out (an address always passes).
+func allowedHosts(configured, reachedAt []string) (*httpauth.Hosts, error) {
+	list := slices.Clone(configured)
+	for _, a := range reachedAt {
+		host := a
+		if strings.Contains(a, "://") {
+			u, err := url.Parse(a)
+			if err != nil {
+				continue
+			}
+			host = u.Hostname()
+		} else if h, _, err := net.SplitHostPort(a); err == nil {
+			host = h
+		}
+		if _, err := netip.ParseAddr(host); err == nil || host == "" {
+			continue
+		}
+		if _, err := httpauth.ParseHosts([]string{host}); err == nil {
+			list = append(list, host)
+		}
+	}
+	return httpauth.ParseHosts(list)
 }

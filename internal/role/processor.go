@@ -161,7 +161,23 @@ func schemaResolver(c config.Config, m *schema.Metrics) (*schema.Resolver, error
 		}
 		src = cl
 	}
-	return schema.NewResolver(src, schema.ResolverConfig{NegativeTTL: c.Process.NegativeCacheTTL, Metrics: m}), nil
+	return schema.NewResolver(src, schema.ResolverConfig{
+		NegativeTTL: c.Process.NegativeCacheTTL, Metrics: m, Compiler: schema.NewCompiler(schemaLimits(c)),
+	}), nil
+}
+
+// schemaLimits are the limits on compiling a schema (registry section).
+func schemaLimits(c config.Config) schema.Limits {
+	r := c.Registry
+	return schema.Limits{
+		MaxSchemaBytes:    r.MaxSchemaBytes,
+		MaxPatterns:       r.MaxSchemaPatterns,
+		MaxPatternBytes:   r.MaxPatternBytes,
+		MaxPatternProgram: r.MaxPatternProgram,
+		CompileTimeout:    r.CompileTimeout,
+		MaxConcurrent:     r.MaxConcurrentCompiles,
+		Wait:              r.CompileWait,
+	}
 }
 
 // rotatingHasher hashes with the rotator's current key.

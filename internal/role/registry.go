@@ -12,11 +12,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/eventlogging/eventlogging/internal/config"
+	"github.com/eventlogging/eventlogging/internal/httpauth"
 	"github.com/eventlogging/eventlogging/internal/intake"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/kafka/schemalog"
 	"github.com/eventlogging/eventlogging/internal/registry"
 	"github.com/eventlogging/eventlogging/internal/registry/compat"
+	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
 // Registry is the schema registry role: the registry over its Kafka log.
@@ -52,7 +54,11 @@ func (r *Registry) Run(ctx context.Context) error {
 	}
 	kc := KafkaConfig(c, log)
 	kc.Metrics = m.kafka
-	reg, err := newRegistry(c, kc, self, log)
+	listen := c.Registry.Listen
+	if ln == nil {
+		listen = c.Intake.Listen // standalone's one listener
+	}
+	reg, err := newRegistry(c, kc, listen, self, log)
 	if err != nil {
 		if ln != nil {
 			_ = ln.Close()
@@ -89,9 +95,10 @@ func (r *Registry) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
-// newRegistry builds a registry on its Kafka log.
-func newRegistry(c config.Config, kc kafka.Config, selfURL string, log *slog.Logger) (*registry.Registry, error) {
-	guard, err := adminGuard(c, "registry writes", "registry.write_token", c.Registry.AdminToken())
+// newRegistry builds a registry on its Kafka log, served on listen and
+// reached by the other instances at selfURL.
+func newRegistry(c config.Config, kc kafka.Config, listen, selfURL string, log *slog.Logger) (*registry.Registry, error) {
+	guard, err := registryGuard(c, listen, selfURL)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +125,15 @@ func newRegistry(c config.Config, kc kafka.Config, selfURL string, log *slog.Log
 		// A schema record must fit a Kafka message (max.message.bytes, 1 MB by default).
 		MaxBodyBytes: 900 << 10,
 		Logger:       log,
+		Compiler:     schema.NewCompiler(schemaLimits(c)),
 	})
+}
+
+// registryGuard is the guard of the registry's writes: they answer the
+// host names of security.allowed_hosts, of listen, of selfURL (the other
+// instances forward writes there) and of registry.url.
+func registryGuard(c config.Config, listen, selfURL string) (*httpauth.Guard, error) {
+	return adminGuard(c, "registry writes", "registry.write_token", c.Registry.AdminToken(), listen, selfURL, c.Registry.URL)
 }
 
 // importSchemas registers a schema folder (idempotent), waiting until

@@ -30,9 +30,16 @@ func NewStandalone(c config.Config, d Deps) *Standalone {
 	return &Standalone{cfg: c, d: d.with()}
 }
 
-// Run starts the embedded broker and the roles, and runs until ctx ends.
+// Run binds the HTTP listener, starts the embedded broker and the roles,
+// and runs until ctx ends.
 func (s *Standalone) Run(ctx context.Context) error {
 	c, d, log := s.cfg, s.d, s.d.Logger
+	// The HTTP address first: when it is taken (another standalone), say
+	// so before the broker starts and the schema folder is imported.
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", c.Intake.Listen)
+	if err != nil {
+		return fmt.Errorf("standalone: %w", err)
+	}
 	emb, err := embedded.Start(embedded.Config{
 		DataDir:     filepath.Join(c.Standalone.DataDir, BrokerDir),
 		Listen:      c.Standalone.KafkaListen,
@@ -41,6 +48,7 @@ func (s *Standalone) Run(ctx context.Context) error {
 		Logger:      log,
 	})
 	if err != nil {
+		_ = ln.Close()
 		return err
 	}
 	// The embedded broker closes after everything else stopped.
@@ -58,10 +66,6 @@ func (s *Standalone) Run(ctx context.Context) error {
 	}
 	c.Kafka.TLS, c.Kafka.SASLMechanism = false, ""
 
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", c.Intake.Listen)
-	if err != nil {
-		return fmt.Errorf("standalone: %w", err)
-	}
 	base := "http://" + HostAddr(ln.Addr())
 	c.Registry.URL = base + "/registry"
 	// One listener: each role mounts its routes on the mux when it is
@@ -105,7 +109,8 @@ func (s *Standalone) Run(ctx context.Context) error {
 			if err := writeStandaloneInfo(c.Standalone.DataDir, ln.Addr()); err != nil {
 				return err
 			}
-			log.Info("standalone running", "http", base, "registry", c.Registry.URL, "kafka", c.Kafka.Brokers, "data_dir", c.Standalone.DataDir, "admin_networks", c.Security.AdminNetworks)
+			// listen is the address bound: with port 0, the port chosen.
+			log.Info("standalone running", "listen", ln.Addr().String(), "http", base, "registry", c.Registry.URL, "kafka", c.Kafka.Brokers, "data_dir", c.Standalone.DataDir, "admin_networks", c.Security.AdminNetworks)
 			<-ctx.Done()
 			return nil
 		}),

@@ -24,8 +24,17 @@
 // library (github.com/santhosh-tekuri/jsonschema/v6) validates the rest and
 // explains every invalid value.
 //
+// Compiling is bounded (limits.go): a document's size, its number of
+// patterns and each pattern's length and compiled program, and the time
+// of one compile are limited ([Limits]), and a [Compiler] runs a few
+// compiles at once; a schema over a limit is invalid with a
+// [*LimitError] naming the limit's config key. Valid also means storable
+// (storable.go): an integer field holds an int64, a number field a finite
+// float64, and no string of an event is longer than [MaxStringBytes].
+//
 // Errors callers branch on: [ErrNotFound] (no such version), [ErrInvalidSchema]
-// (the document does not decode or compile), [ErrInvalidID] (the name or
-// revision cannot name a schema). Anything else from [Resolver.Resolve] is
-// transient: retry later.
+// (the document does not decode or compile, or exceeds a limit),
+// [ErrInvalidID] (the name or revision cannot name a schema). Anything
+// else from [Resolver.Resolve] is transient (such as [ErrBusy]): retry
+// later.
 package schema

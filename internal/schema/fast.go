@@ -64,6 +64,7 @@ type fastNode struct {
 	fixed                      fixedPattern // pattern, when it is one (pattern.go)
 	minimum, maximum           *bound
 	exclusiveMin, exclusiveMax *bound
+	intRange, floatRange       bool // numbers must fit an int64, a float64 (storable.go)
 
 	// For the byte walker (fastjson.go): props and required by name, and
 	// the bits of the required names.
@@ -157,6 +158,9 @@ func (b *fastBuilder) node(s *jsonschema.Schema) *fastNode {
 	}
 	n.minimum, n.maximum = newBound(s.Minimum), newBound(s.Maximum)
 	n.exclusiveMin, n.exclusiveMax = newBound(s.ExclusiveMinimum), newBound(s.ExclusiveMaximum)
+	if r := rangeOf(s); r != nil {
+		n.intRange, n.floatRange = r.int64, r.float64
+	}
 
 	child := b.node
 	n.ref = child(s.Ref)
@@ -209,8 +213,19 @@ func supported(s *jsonschema.Schema) bool {
 		s.MinContains == nil && s.MaxContains == nil && s.AdditionalItems == nil &&
 		len(s.PrefixItems) == 0 && s.UnevaluatedItems == nil &&
 		s.ContentEncoding == nil && s.ContentMediaType == nil && s.ContentSchema == nil &&
-		s.MultipleOf == nil && len(s.Extensions) == 0 &&
+		s.MultipleOf == nil && onlyRangeExt(s.Extensions) &&
 		(s.Items == nil || s.Items2020 == nil)
+}
+
+// onlyRangeExt reports whether the extensions are at most the range
+// check, which the fast path implements.
+func onlyRangeExt(exts []jsonschema.SchemaExt) bool {
+	for _, x := range exts {
+		if _, ok := x.(*rangeExt); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // cyclic reports whether some schema reaches itself without descending
@@ -310,7 +325,11 @@ func (n *fastNode) valid(v any) bool {
 		if n.minItems >= 0 && len(v) < n.minItems || n.maxItems >= 0 && len(v) > n.maxItems {
 			return false
 		}
-		if n.items != nil {
+		if n.items == nil {
+			if hasLongString(v) {
+				return false
+			}
+		} else {
 			for _, e := range v {
 				if !n.items.valid(e) {
 					return false
@@ -318,6 +337,9 @@ func (n *fastNode) valid(v any) bool {
 			}
 		}
 	case string:
+		if len(v) > MaxStringBytes {
+			return false
+		}
 		if n.minLen >= 0 || n.maxLen >= 0 {
 			l := utf8.RuneCountInString(v)
 			if n.minLen >= 0 && l < n.minLen || n.maxLen >= 0 && l > n.maxLen {
@@ -391,10 +413,14 @@ func (n *fastNode) validObject(obj map[string]any) bool {
 			}
 			continue
 		}
-		if n.closed {
+		if n.closed || len(name) > MaxStringBytes {
 			return false
 		}
-		if n.additional != nil && !n.additional.valid(pv) {
+		if n.additional != nil {
+			if !n.additional.valid(pv) {
+				return false
+			}
+		} else if hasLongString(pv) {
 			return false
 		}
 	}
@@ -402,6 +428,9 @@ func (n *fastNode) validObject(obj map[string]any) bool {
 }
 
 func (n *fastNode) validNumber(v any) bool {
+	if n.intRange && !fitsInt64(v) || n.floatRange && !fitsFloat64(v) {
+		return false
+	}
 	if n.minimum != nil && compareNumber(v, n.minimum) < 0 {
 		return false
 	}

@@ -31,10 +31,13 @@ func (s *Schema) HasJSONFastPath() bool { return s.fast != nil }
 // value (RFC 8259 grammar, UTF-8, no whitespace outside strings, no
 // duplicate object key at any depth) that Validate would accept once
 // decoded. false means only "not shown valid": decode b and call Validate
-// to know (and to learn why). It reads b once and does not allocate,
-// except for the format keyword's checks.
+// to know (and to learn why); text longer than MaxStringBytes+2 bytes is
+// always left to Validate. It reads b once and does not allocate, except
+// for the format keyword's checks.
 func (s *Schema) ValidJSON(b []byte) bool {
-	if s.fast == nil || len(b) == 0 {
+	if s.fast == nil || len(b) == 0 || len(b) > MaxStringBytes+2 {
+		// Text this long may hold a string too long to store, which
+		// Validate reports (a string's text is at least as long as it).
 		return false
 	}
 	// The key stack is only needed for undeclared keys and objects any
@@ -369,6 +372,12 @@ func (w *byteWalker) str(n *fastNode, i int) (int, bool) {
 }
 
 func (w *byteWalker) number(n *fastNode, text []byte) bool {
+	if n.intRange || n.floatRange {
+		s := unsafe.String(unsafe.SliceData(text), len(text))
+		if n.intRange && !int64Text(s) || n.floatRange && !float64Text(s) {
+			return false
+		}
+	}
 	for _, lim := range [...]struct {
 		b    *bound
 		want int8 // the comparisons allowed: bit 0 below, 1 equal, 2 above

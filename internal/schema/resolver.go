@@ -36,6 +36,10 @@ type ResolverConfig struct {
 	Now func() time.Time
 	// Metrics counts hits and misses; nil counts nothing.
 	Metrics *Metrics
+	// Compiler compiles the fetched documents within its limits; default
+	// NewCompiler(Limits{}). A compile refused for want of a slot
+	// (ErrBusy) is transient: not remembered.
+	Compiler *Compiler
 }
 
 // Resolver resolves schema ids to compiled schemas, fetching documents from
@@ -51,6 +55,7 @@ type Resolver struct {
 	maxNegative  int
 	now          func() time.Time
 	metrics      *Metrics
+	compiler     *Compiler
 
 	// schemas is replaced, never modified, so hits need no lock.
 	schemas atomic.Pointer[map[ID]*Schema]
@@ -90,6 +95,7 @@ func NewResolver(src Source, cfg ResolverConfig) *Resolver {
 		maxNegative:  cfg.MaxNegative,
 		now:          cfg.Now,
 		metrics:      cfg.Metrics,
+		compiler:     cfg.Compiler,
 		negative:     map[ID]negativeEntry{},
 		inflight:     map[ID]*call{},
 	}
@@ -104,6 +110,9 @@ func NewResolver(src Source, cfg ResolverConfig) *Resolver {
 	}
 	if r.now == nil {
 		r.now = time.Now
+	}
+	if r.compiler == nil {
+		r.compiler = NewCompiler(Limits{})
 	}
 	empty := map[ID]*Schema{}
 	r.schemas.Store(&empty)
@@ -206,15 +215,24 @@ func (r *Resolver) load(ctx context.Context, id ID) (*Schema, error) {
 		}
 		return nil, fmt.Errorf("schema: resolve %s: %w", id, err)
 	}
-	doc, err := ParseDocument(raw)
-	if err != nil {
-		return nil, fmt.Errorf("schema: resolve %s: %w", id, err)
-	}
-	s, err := Compile(id, doc)
+	s, err := r.compile(ctx, id, raw)
 	if err != nil {
 		return nil, fmt.Errorf("schema: resolve %s: %w", id, err)
 	}
 	return s, nil
+}
+
+// compile parses and compiles a fetched document within the compiler's
+// limits.
+func (r *Resolver) compile(ctx context.Context, id ID, raw []byte) (*Schema, error) {
+	if err := r.compiler.CheckSize(len(raw)); err != nil {
+		return nil, err
+	}
+	doc, err := ParseDocument(raw)
+	if err != nil {
+		return nil, err
+	}
+	return r.compiler.Compile(ctx, id, doc)
 }
 
 // negativeHit returns the remembered error of id, unless fresh (the

@@ -169,11 +169,7 @@ func (r *Resolver) loadURI(ctx context.Context, uri string) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema: resolve %s: %w", p, err)
 	}
-	doc, err := ParseDocument(raw)
-	if err != nil {
-		return nil, fmt.Errorf("schema: resolve %s: %w", p, err)
-	}
-	s, err := Compile(ID{Name: p}, doc)
+	s, err := r.compile(ctx, ID{Name: p}, raw)
 	if err != nil {
 		return nil, fmt.Errorf("schema: resolve %s: %w", p, err)
 	}

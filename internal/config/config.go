@@ -431,7 +431,6 @@ func cmpOr(s ...string) string {
 	return ""
 }
 
-// Default returns the configuration used when a key is not set.
 // DefaultFileMaxAge is sink.file_max_age's default (standalone's is
 // StandaloneFileMaxAge).
 const DefaultFileMaxAge = 10 * time.Minute
@@ -440,6 +439,7 @@ const DefaultFileMaxAge = 10 * time.Minute
 // user trying it sees files within a minute, whatever the target.
 const StandaloneFileMaxAge = time.Minute
 
+// Default returns the configuration used when a key is not set.
 func Default() Config {
 	return Config{
 		Kafka: Kafka{

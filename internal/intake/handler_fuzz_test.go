@@ -2,12 +2,12 @@ package intake
 
 import (
 	"encoding/json"
-
-	"github.com/eventlogging/eventlogging/internal/capsule"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
 )
 
 // FuzzPost sends arbitrary bodies and content types to POST /v1/events

@@ -483,7 +483,7 @@ func (s *Server) refusedError(m process.Output, err error) (process.Output, bool
 
 // errRefusedRecords is async's error when Kafka refused records of a
 // beacon or hasty POST for good (with AckAfterKafka).
-var errRefusedRecords = errors.New("Kafka refused the record")
+var errRefusedRecords = errors.New("kafka refused the record")
 
 // async writes the records of a beacon or hasty POST: into the producer
 // buffer, or, with AckAfterKafka, until Kafka acknowledged them.

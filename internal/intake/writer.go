@@ -100,10 +100,10 @@ func NewWriter(prod Producer, q *spool.Queue, cfg WriterConfig) *Writer {
 type Stats struct {
 	Spooled, Lost int64
 	// Refused are records Kafka refused for good, skipped.
-	Refused       int64
-	SpoolRecords  int
-	SpoolBytes    int64
-	KafkaDown     bool
+	Refused      int64
+	SpoolRecords int
+	SpoolBytes   int64
+	KafkaDown    bool
 }
 
 // Stats returns the current counters.

@@ -240,6 +240,9 @@ func TestHostileRequestsWithTraffic(t *testing.T) {
 		}
 		sqlCount[u]++
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	_ = rows.Close()
 	pqCount := map[string]int{}
 	for _, row := range parquetRows(t, filepath.Join(dataDir, "files", "eventlogging_SearchQuery")) {

@@ -3,6 +3,7 @@ package schemarepo
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -48,6 +49,17 @@ func Lint(v Version) []Problem {
 		add("", "not a valid schema: %v", err)
 		return probs
 	}
+	walk(doc, "", func(node map[string]any, ptr string) {
+		for _, k := range slices.Sorted(maps.Keys(node)) {
+			switch {
+			case node[k] != nil || k == "default" || k == "const":
+			case k == "properties" || k == "items" || k == "additionalProperties":
+				add(ptr+"/"+k, "%q has no value", k)
+			default:
+				add(ptr+"/"+k, "key %q has no value: in a YAML flow mapping ({a: b, c: d}) a comma ends a value, so text with a comma must be quoted", k)
+			}
+		}
+	})
 	norm := schema.Normalize(doc)
 	var names []string
 	var namePtrs []string

@@ -42,10 +42,21 @@ func TestLint(t *testing.T) {
 		{"nullable is fine", `{"properties":{"v":{"type":["string","null"]}}}`, nil},
 		{"untyped array", `{"properties":{"tags":{"type":"array"}}}`, []string{"array without"}},
 		{"bad example", `{"properties":{"n":{"type":"integer"}},"examples":[{"n":1},{"n":"x"}]}`, []string{"/examples/1: example does not validate"}},
+		// A YAML flow mapping split at a comma (issue 31; the example
+		// edit_funnel schemas had it): the rest of the text became a key
+		// without a value.
+		{"flow mapping split at a comma", "properties:\n  id: {type: string, description: event uuid, set by the intake}\n",
+			[]string{`/properties/id/set by the intake: key "set by the intake" has no value`}},
+		{"property without a schema", "properties:\n  id:\n  name: {type: string}\n", []string{`/properties/id: got null`}},
+		{"null default is fine", "properties:\n  id: {type: [string, \"null\"], default: null}\n", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			probs := Lint(Version{Subject: "T", Revision: 1, Path: "T/1.json", Raw: []byte(c.doc)})
+			path := "T/1.json"
+			if !strings.HasPrefix(c.doc, "{") {
+				path = "T/1.yaml"
+			}
+			probs := Lint(Version{Subject: "T", Revision: 1, Path: path, Raw: []byte(c.doc)})
 			if len(probs) != len(c.want) {
 				t.Fatalf("problems %v, want %d", probs, len(c.want))
 			}

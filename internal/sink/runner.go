@@ -100,6 +100,9 @@ func Run(ctx context.Context, cfg Config, s Sink) error {
 	if cfg.Name == "" {
 		return errors.Join(errors.New("sink: Config.Name is required"), s.Close())
 	}
+	if mi, ok := s.(maintainInterval); ok && cfg.MaintainEvery <= 0 {
+		cfg.MaintainEvery = mi.MaintainInterval()
+	}
 	cfg.defaults()
 	log := cfg.Logger.With("sink", cfg.Name)
 	bc := kafka.BatchConfig{Kafka: cfg.Kafka, Group: cfg.Group, Topics: cfg.Topics, TopicRegex: cfg.TopicRegex,
@@ -159,6 +162,13 @@ func (c *Config) write(ctx context.Context, s Sink, all []kafka.Record) error {
 	}
 	c.Metrics.written(c.Name, batch, bad, start)
 	return nil
+}
+
+// maintainInterval is a Maintainer that says how often Maintain must run
+// (the Iceberg sink: often enough to commit within its commit interval);
+// Config.MaintainEvery, when set, wins.
+type maintainInterval interface {
+	MaintainInterval() time.Duration
 }
 
 // maintain calls m.Maintain every interval until ctx is done, and returns

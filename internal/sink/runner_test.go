@@ -252,6 +252,41 @@ func TestRunFatal(t *testing.T) {
 	}
 }
 
+// pacedSink asks to be maintained every 20 ms (MaintainInterval).
+type pacedSink struct{ memSink }
+
+func (*pacedSink) MaintainInterval() time.Duration { return 20 * time.Millisecond }
+
+// TestRunMaintainInterval: a sink that says how often it must be
+// maintained is maintained that often (the Iceberg sink commits from
+// Maintain: at the default minute, rows waited up to two commit
+// intervals); Config.MaintainEvery, when set, wins.
+func TestRunMaintainInterval(t *testing.T) {
+	brokers := cluster(t)
+	s := &pacedSink{memSink{resumeAt: -1}}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, testConfig(t, brokers, NewMetrics(prometheus.NewRegistry())), s) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		n := s.maintained
+		s.mu.Unlock()
+		if n >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("maintained %d times in 10 s, want every 20 ms", n)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the count
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRunNeedsName(t *testing.T) {
 	s := &memSink{}
 	if err := Run(t.Context(), Config{}, s); err == nil || s.closed != 1 {

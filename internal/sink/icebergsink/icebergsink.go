@@ -576,6 +576,15 @@ func (s *Sink) due() bool {
 	return s.buffered >= s.cfg.MaxBufferedRows || !s.cfg.Now().Before(s.lastCommit.Add(s.cfg.CommitInterval))
 }
 
+// MaintainInterval is how often sink.Run calls Maintain: a tenth of
+// CommitInterval (at least a second, at most sink.DefaultMaintainEvery), so
+// that a row is visible at most about one CommitInterval after it was
+// buffered, plus the commit's own time. (Maintain every minute made rows
+// wait up to two intervals: the commit came due just after a tick.)
+func (s *Sink) MaintainInterval() time.Duration {
+	return max(time.Second, min(sink.DefaultMaintainEvery, s.cfg.CommitInterval/10))
+}
+
 // Maintain commits the buffered rows when CommitInterval elapsed, so a
 // quiet topic's rows become visible without waiting for the next batch,
 // and every Config.CompactEvery commit rounds compacts the tables' hours

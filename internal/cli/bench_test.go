@@ -37,8 +37,8 @@ func TestBenchUsage(t *testing.T) {
 	for _, flag := range []string{"url", "allow-remote", "mode", "batch", "rate", "concurrency", "duration", "events", "schemas",
 		"schema-mix", "invalid", "event-size", "seed", "timeout", "no-follow", "follow-timeout", "kafka-brokers", "data-dir",
 		"topic-template", "error-topic", "json", "progress"} {
-		if !strings.Contains(help, "  -"+flag+" ") && !strings.Contains(help, "  -"+flag+"\n") {
-			t.Errorf("--help does not document -%s", flag)
+		if !strings.Contains(help, "  --"+flag+" ") && !strings.Contains(help, "  --"+flag+"\n") {
+			t.Errorf("--help does not document --%s", flag)
 		}
 	}
 	if !strings.Contains(help, "Examples:") {

@@ -31,6 +31,13 @@ var errUsage = errors.New("usage")
 // It stops the command on SIGINT and SIGTERM, and has the long-running
 // roles reload on SIGHUP.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, args, stdin, stdout, stderr)
+}
+
+// run is Run until ctx ends (Run's SIGINT or SIGTERM; a test's cancel).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -45,8 +52,6 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	format, _ := logging.ParseFormat(lc.Format) // text when invalid: the command's config.Load reports it
 	logger := slog.New(logging.NewHandler(stderr, format, level))
 	slog.SetDefault(logger)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	// The long-running roles reload on SIGHUP instead of dying of it.
 	rt := role.ReloadConfig{Level: level}
 	switch args[0] {
@@ -79,6 +84,10 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case errors.Is(err, errFindings):
 		fmt.Fprintln(stderr, "eventlogging:", err)
 		return 1
+	case errors.As(err, new(*flagError)):
+		// One line: "eventlogging standalone: unknown flag …".
+		fmt.Fprintln(stderr, "eventlogging "+err.Error())
+		return 2
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(stderr, "eventlogging:", err)
 		return 2

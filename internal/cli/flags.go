@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/eventlogging/eventlogging/internal/config"
@@ -153,29 +156,196 @@ func (o *overlay) parse(args []string, adjust ...func(*config.Config)) (config.C
 	return c, c.Validate()
 }
 
-// newFlagSet returns a flag set that prints its usage with a header.
+// checkSchemaFolder fails, naming --schemas and the default, when the
+// schema folder (process.schemas_dir) that cmd reads is not a folder.
+func checkSchemaFolder(cmd string, o *overlay, c config.Config) error {
+	dir := c.Process.SchemasDir
+	st, err := os.Stat(dir)
+	var what string
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		what = "no such folder"
+	case err != nil:
+		what = err.Error()
+	case !st.IsDir():
+		what = "not a folder"
+	default:
+		return nil
+	}
+	if !filepath.IsAbs(dir) {
+		if wd, err := os.Getwd(); err == nil {
+			what += " in " + wd
+		}
+	}
+	if o.value(flagSchemas.name) == "" && dir == config.Default().Process.SchemasDir {
+		what += " (the default, as --schemas was not given)"
+	}
+	return fmt.Errorf("%s: --schemas %s: %s; give the folder of your schemas with --schemas DIR, or process.schemas_dir in --config (default is ./schemas)", cmd, dir, what)
+}
+
+// newFlagSet returns a flag set whose usage (its --help) is the header,
+// then the flags spelled as the usage lines spell them (--name).
 func newFlagSet(name, header string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "%s\nFlags:\n", header)
-		fs.PrintDefaults()
+		printFlags(stderr, fs)
 	}
 	return fs
 }
 
-// parseFlags wraps flag errors as usage errors.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+// printFlags is flag.PrintDefaults with the flags spelled --name.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		var b strings.Builder
+		b.WriteString("  --" + f.Name)
+		name, usage := flag.UnquoteUsage(f)
+		if name != "" {
+			b.WriteString(" " + name)
 		}
-		return fmt.Errorf("%w: %s: %w", errUsage, fs.Name(), err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: %s: unexpected arguments %q", errUsage, fs.Name(), fs.Args())
+		b.WriteString("\n    \t")
+		b.WriteString(strings.ReplaceAll(usage, "\n", "\n    \t"))
+		g, _ := f.Value.(flag.Getter)
+		switch {
+		case f.DefValue == "", f.DefValue == "0", f.DefValue == "false", f.DefValue == "0s":
+		case g != nil && isString(g.Get()):
+			fmt.Fprintf(&b, " (default %q)", f.DefValue)
+		default:
+			fmt.Fprintf(&b, " (default %v)", f.DefValue)
+		}
+		fmt.Fprintln(w, b.String())
+	})
+}
+
+func isString(v any) bool {
+	_, ok := v.(string)
+	return ok
+}
+
+// A flagError is a mistake in a command's flags or arguments. Run prints
+// it as one line that says how to get the help (exit status 2), rather
+// than the whole help, which would scroll the mistake away.
+type flagError struct {
+	cmd, msg string
+}
+
+func (e *flagError) Error() string {
+	return fmt.Sprintf("%s: %s; run 'eventlogging %s --help' for the flags", e.cmd, e.msg, e.cmd)
+}
+
+func (e *flagError) Unwrap() error { return errUsage }
+
+// parseFlags parses args; a mistake is a *flagError, --help prints the
+// help and returns flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	// The flag package prints its error and the help on a mistake: keep
+	// both quiet, and print the help for --help only.
+	help, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = help
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		help()
+		return err
+	case err != nil:
+		return &flagError{fs.Name(), flagMistake(fs, err)}
+	case fs.NArg() > 0:
+		return &flagError{fs.Name(), fmt.Sprintf("unexpected arguments %q", fs.Args())}
 	}
 	return nil
+}
+
+// flagMistake says what is wrong in err, the flag package's error, with
+// the flags spelled --name; an unknown flag gets the command's flags that
+// are spelled alike as a suggestion.
+func flagMistake(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		msg = "unknown flag --" + name
+		if alike := alikeFlags(fs, name); len(alike) > 0 {
+			msg += " (did you mean --" + strings.Join(alike, " or --") + "?)"
+		}
+		return msg
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return "flag --" + name + " needs a value"
+	}
+	// invalid value "x" for flag -name: …
+	return flagNameRE.ReplaceAllString(msg, "flag --$1")
+}
+
+var flagNameRE = regexp.MustCompile(`flag -([[:alnum:]][-[:alnum:]]*)`)
+
+// alikeFlags are the flags of fs nearest to name by edit distance, when
+// near enough to be a typo of it: one edit for a short name, two for a
+// longer one; else, those that name begins (--kafka: --kafka-brokers,
+// --kafka-listen).
+func alikeFlags(fs *flag.FlagSet, name string) []string {
+	if alike := nearFlags(fs, name); len(alike) > 0 {
+		return alike
+	}
+	var alike []string
+	if len(name) >= 3 {
+		fs.VisitAll(func(f *flag.Flag) {
+			if strings.HasPrefix(f.Name, name) {
+				alike = append(alike, f.Name)
+			}
+		})
+	}
+	return alike
+}
+
+// nearFlags are the flags of fs nearest to name by edit distance, within
+// one edit for a name of up to 5 letters, two for a longer one.
+func nearFlags(fs *flag.FlagSet, name string) []string {
+	limit := 1
+	if len(name) > 5 {
+		limit = 2
+	}
+	var alike []string
+	best := limit + 1
+	fs.VisitAll(func(f *flag.Flag) {
+		d := editDistance(name, f.Name)
+		switch {
+		case d < best:
+			best, alike = d, []string{f.Name}
+		case d == best:
+			alike = append(alike, f.Name)
+		}
+	})
+	return alike
+}
+
+// editDistance is the optimal string alignment distance of a and b: the
+// insertions, deletions, substitutions and transpositions of adjacent
+// bytes that make one the other.
+func editDistance(a, b string) int {
+	// d[i][j] is the distance of a[:i] and b[:j].
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // configFlag is the value of the --config (or -config) flag in a command's

@@ -7,7 +7,8 @@ import (
 	"github.com/eventlogging/eventlogging/internal/role"
 )
 
-// servingFlags are the key flags every serving role shares.
+// servingFlags are the intake's key flags; standalone declares the same
+// ones, its --listen with its own default.
 var servingFlags = []keyFlag{flagBrokers, flagSchemas, flagStreams, flagIntakeListen}
 
 // watchFlag declares --watch.
@@ -27,5 +28,6 @@ func runIntake(ctx context.Context, args []string, e env) error {
 	role.WarnSkipped(c, log)
 	rt.ConfigPath, rt.Watch = o.config, *watch
 	rl := role.NewReloader(c, rt, log)
-	return role.RunInOrder(ctx, rl, role.NewIntake(c, role.Deps{Logger: log, Reloader: rl}))
+	err = role.RunInOrder(ctx, rl, role.NewIntake(c, role.Deps{Logger: log, Reloader: rl}))
+	return namePortInUse("intake", err, listenFlag{name: "listen", addr: c.Intake.Listen})
 }

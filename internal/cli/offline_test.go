@@ -132,7 +132,7 @@ func TestOfflineUsageErrors(t *testing.T) {
 		{[]string{"process", "--ip-hash-key-hex", "00"}, 2, "offline mode"},
 		{[]string{"process", "--from", "-", "--workers", "0"}, 2, "--workers 0: want at least 1"},
 		{[]string{"process", "--workers", "2"}, 2, "--workers is for offline mode"},
-		{[]string{"process", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"process", "--bogus"}, 2, "unknown flag --bogus"},
 		{[]string{"nonsense"}, 2, "unknown command"},
 		{[]string{"process", "--from", "/nonexistent/file", "--schemas", "../../examples/schemas"}, 1, "no such file"},
 	}

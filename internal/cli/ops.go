@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"os"
 	"strings"
 	"time"
 
@@ -34,14 +35,20 @@ func (f *opsFlags) register(fs *flag.FlagSet, more ...keyFlag) {
 }
 
 // load reads the configuration and finds the cluster: flags, then a local
-// standalone, then the configuration.
+// standalone, then the configuration. Without either (no --kafka-brokers,
+// --config or EVENTLOGGING_KAFKA_BROKERS) and no local standalone, it
+// fails as tail does, rather than trying the default 127.0.0.1:9092.
 func (f *opsFlags) load() (config.Config, error) {
 	c, err := f.o.load()
 	if err != nil {
 		return c, err
 	}
 	if f.o.value(flagBrokers.name) == "" {
-		if local, err := localBrokers(f.dataDir); err == nil {
+		local, err := localBrokers(f.dataDir)
+		if _, env := os.LookupEnv("EVENTLOGGING_KAFKA_BROKERS"); err != nil && f.o.config == "" && !env {
+			return c, err
+		}
+		if err == nil {
 			c.Kafka.Brokers = local
 			info, ok := role.ReadStandaloneInfo(f.dataDir)
 			if f.o.value(flagRegistryURL.name) == "" && info.Registry != "" {
@@ -106,7 +113,7 @@ func runDashboard(ctx context.Context, args []string, e env) error {
 	}
 	d := role.NewDashboard(c, role.Deps{Logger: log})
 	d.Expect = f.expectedGroups(c)
-	return d.Run(ctx)
+	return namePortInUse("dashboard", d.Run(ctx), listenFlag{name: "listen", addr: c.Dashboard.Listen})
 }
 
 func runStatus(ctx context.Context, args []string, e env) error {

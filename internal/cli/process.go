@@ -62,7 +62,8 @@ func runProcess(ctx context.Context, args []string, e env) error {
 	}
 	rt.ConfigPath, rt.Watch = o.config, f.watch
 	rl := role.NewReloader(cfg, rt, log)
-	return role.RunInOrder(ctx, rl, role.NewProcessor(cfg, role.Deps{Logger: log, Reloader: rl}))
+	err = role.RunInOrder(ctx, rl, role.NewProcessor(cfg, role.Deps{Logger: log, Reloader: rl}))
+	return namePortInUse("process", err, listenFlag{name: "metrics-listen", addr: cfg.ProcessMetricsListen()})
 }
 
 // apply lays the flags that are not plain configuration keys over c.

@@ -14,5 +14,6 @@ func runRegistry(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	return role.NewRegistry(c, role.Deps{Logger: log}).Run(ctx)
+	err = role.NewRegistry(c, role.Deps{Logger: log}).Run(ctx)
+	return namePortInUse("registry", err, listenFlag{name: "listen", addr: c.Registry.Listen})
 }

@@ -23,5 +23,6 @@ func runSink(ctx context.Context, args []string, e env) error {
 	// or are looked up in the folder on every miss).
 	rt.ConfigPath, rt.SkipSchemas = o.config, true
 	rl := role.NewReloader(c, rt, log)
-	return role.RunInOrder(ctx, rl, role.NewSinks(c, role.Deps{Logger: log}))
+	err = role.RunInOrder(ctx, rl, role.NewSinks(c, role.Deps{Logger: log}))
+	return namePortInUse("sink", err, listenFlag{name: "metrics-listen", addr: c.SinkMetricsListen()})
 }

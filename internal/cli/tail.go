@@ -124,7 +124,7 @@ func localBrokers(dataDir string) ([]string, error) {
 		}
 		looked = append(looked, path)
 	}
-	return nil, fmt.Errorf(`%w: pass --brokers, or start "eventlogging standalone" (looked for %s)`, embedded.ErrNoLocalBroker, strings.Join(looked, " and "))
+	return nil, fmt.Errorf(`%w: give --kafka-brokers HOST:PORT,… (or --config FILE), or start "eventlogging standalone" and give its --data-dir DIR (looked for %s)`, embedded.ErrNoLocalBroker, strings.Join(looked, " and "))
 }
 
 // clusterFromFlags is how tail and bench reach Kafka: with a configuration

@@ -42,8 +42,8 @@ func TestTailCommandUsage(t *testing.T) {
 		{[]string{"tail", "--timeout", "-1s", "t"}, "--timeout -1s"},
 		{[]string{"tail", "--timeout", "soon", "t"}, "invalid value"},
 		{[]string{"tail", "--grep", "(", "t"}, "--grep"},
-		{[]string{"tail", "--bogus", "t"}, "flag provided but not defined"},
-		{[]string{"tail", "t", "--count"}, "flag needs an argument"},
+		{[]string{"tail", "--bogus", "t"}, "unknown flag --bogus"},
+		{[]string{"tail", "t", "--count"}, "flag --count needs a value"},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer
@@ -66,7 +66,7 @@ func TestTailHelp(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"brokers", "kafka-brokers", "data-dir", "from-beginning", "pretty", "schema", "grep", "count", "timeout"} {
-		if !strings.Contains(help, "  -"+name) {
+		if !strings.Contains(help, "  --"+name) {
 			t.Errorf("help does not explain --%s", name)
 		}
 	}

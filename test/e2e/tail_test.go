@@ -234,7 +234,7 @@ func TestTailCommandNoBroker(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := cli.Run([]string{"tail", "--data-dir", dir, "t"}, nil, &stdout, &stderr)
-	want := fmt.Sprintf(`eventlogging: no broker: pass --brokers, or start "eventlogging standalone" (looked for %s and %s)`,
+	want := fmt.Sprintf(`eventlogging: no broker: give --kafka-brokers HOST:PORT,… (or --config FILE), or start "eventlogging standalone" and give its --data-dir DIR (looked for %s and %s)`,
 		filepath.Join(dir, "broker.json"), filepath.Join(dir, "kafka", "broker.json"))
 	if code != 1 || strings.TrimSpace(stderr.String()) != want {
 		t.Fatalf("exit %d, stderr %q; want exit 1 and %q", code, stderr.String(), want)
@@ -249,7 +249,7 @@ func TestTailCommandNoBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	stderr.Reset()
-	if code := cli.Run([]string{"tail", "--data-dir", dir, "t"}, nil, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "no broker: pass --brokers") {
+	if code := cli.Run([]string{"tail", "--data-dir", dir, "t"}, nil, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "no broker: give --kafka-brokers") {
 		t.Fatalf("after the broker stopped: exit %d, stderr %q", code, stderr.String())
 	}
 

@@ -273,11 +273,11 @@ func LocalBrokers(dataDir string) ([]string, error) {
 	info, err := readBrokerFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf(`%w: pass --brokers, or start "eventlogging standalone" (looked for %s)`, ErrNoLocalBroker, path)
+		return nil, fmt.Errorf(`%w: give --kafka-brokers HOST:PORT,… (or --config FILE), or start "eventlogging standalone" and give its --data-dir DIR (looked for %s)`, ErrNoLocalBroker, path)
 	case err != nil:
-		return nil, fmt.Errorf(`%w: %w; pass --brokers, or start "eventlogging standalone"`, ErrNoLocalBroker, err)
+		return nil, fmt.Errorf(`%w: %w; give --kafka-brokers HOST:PORT,… (or --config FILE), or start "eventlogging standalone" and give its --data-dir DIR`, ErrNoLocalBroker, err)
 	case !processAlive(info.PID):
-		return nil, fmt.Errorf(`%w: the standalone that wrote %s (pid %d, %s) is not running; start "eventlogging standalone", or pass --brokers`,
+		return nil, fmt.Errorf(`%w: the standalone that wrote %s (pid %d, %s) is not running; start "eventlogging standalone", or give --kafka-brokers HOST:PORT,…`,
 			ErrNoLocalBroker, path, info.PID, strings.Join(info.Brokers, ","))
 	}
 	return info.Brokers, nil

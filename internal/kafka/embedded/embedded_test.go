@@ -135,8 +135,8 @@ func TestEmbeddedPersistsAcrossRestart(t *testing.T) {
 	if err := e.Close(); err != nil { // idempotent
 		t.Fatal(err)
 	}
-	if _, err := LocalBrokers(dir); !errors.Is(err, ErrNoLocalBroker) || !strings.Contains(err.Error(), "--brokers") {
-		t.Fatalf("LocalBrokers after Close: %v; want ErrNoLocalBroker telling to pass --brokers", err)
+	if _, err := LocalBrokers(dir); !errors.Is(err, ErrNoLocalBroker) || !strings.Contains(err.Error(), "--kafka-brokers") {
+		t.Fatalf("LocalBrokers after Close: %v; want ErrNoLocalBroker telling to give --kafka-brokers", err)
 	}
 
 	// Restart on the same directory, on another free port.
@@ -417,7 +417,7 @@ func TestEmbeddedStaleBrokerFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := LocalBrokers(dir)
-	if !errors.Is(err, ErrNoLocalBroker) || !strings.Contains(err.Error(), "not running") || !strings.Contains(err.Error(), "--brokers") {
+	if !errors.Is(err, ErrNoLocalBroker) || !strings.Contains(err.Error(), "not running") || !strings.Contains(err.Error(), "--kafka-brokers") {
 		t.Fatalf("LocalBrokers on a stale file: %v", err)
 	}
 	e := startEmbedded(t, Config{DataDir: dir})
@@ -429,7 +429,7 @@ func TestEmbeddedStaleBrokerFile(t *testing.T) {
 func TestLocalBrokersMissing(t *testing.T) {
 	dir := t.TempDir()
 	_, err := LocalBrokers(dir)
-	want := fmt.Sprintf(`no broker: pass --brokers, or start "eventlogging standalone" (looked for %s)`, filepath.Join(dir, BrokerFile))
+	want := fmt.Sprintf(`no broker: give --kafka-brokers HOST:PORT,… (or --config FILE), or start "eventlogging standalone" and give its --data-dir DIR (looked for %s)`, filepath.Join(dir, BrokerFile))
 	if err == nil || err.Error() != want {
 		t.Fatalf("LocalBrokers on an empty dir: %v; want %s", err, want)
 	}

@@ -29,6 +29,7 @@ require (
 	github.com/twmb/franz-go/pkg/sr v1.8.0
 	github.com/twmb/franz-go/plugin/kprom v1.5.0
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/net v0.59.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/text v0.42.0
 	modernc.org/sqlite v1.62.0
@@ -124,7 +125,6 @@ require (
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/exp v0.0.0-20260603202125-055de637280b // indirect
 	golang.org/x/mod v0.42.0 // indirect
-	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/xerrors v0.0.0-20240903120638-7835f813f4da // indirect

@@ -83,14 +83,16 @@ func (h *Handler) staticURL(name string) (string, error) {
 // parseTemplates parses the embedded page templates with their functions.
 func (h *Handler) parseTemplates() (*template.Template, error) {
 	funcs := template.FuncMap{
-		"static":   h.staticURL,
-		"ago":      h.ago,
-		"utc":      formatTime,
-		"rate":     formatRate,
-		"ratio":    formatRatio,
-		"spark":    sparkPoints,
-		"sparkMax": sparkMax,
-		"seg":      pathSegment,
+		"static":       h.staticURL,
+		"ago":          h.ago,
+		"utc":          formatTime,
+		"rate":         formatRate,
+		"ratio":        formatRatio,
+		"spark":        sparkPoints,
+		"sparkMax":     sparkMax,
+		"seg":          pathSegment,
+		"revisionText": revisionText,
+		"versionText":  versionText,
 	}
 	t, err := template.New("dashboard").Funcs(funcs).ParseFS(assets, "assets/templates.html")
 	if err != nil {

@@ -143,23 +143,23 @@ func newFake() *fakeBackend {
 			InvalidRate: 0.5,
 		},
 		schemas: []inspect.SchemaSummary{
-			{Name: "NavigationTiming", Type: "JSON", Versions: []int{1, 2, 3}, Latest: 3, Compatibility: "BACKWARD"},
-			{Name: "Edit", Type: "AVRO", Versions: []int{1}, Latest: 1, Compatibility: "FULL"},
+			{Name: "NavigationTiming", Type: "JSON", Versions: []int{1, 2, 3}, Latest: 3, LatestLabel: "12", Compatibility: "BACKWARD"},
+			{Name: "Edit", Type: "AVRO", Versions: []int{1}, Latest: 1, LatestLabel: "20", Compatibility: "FULL"},
 		},
 		topics: []string{"eventlogging-client-side", "eventlogging_NavigationTiming"},
 	}
 	nav := inspect.SchemaDetail{SchemaSummary: f.schemas[0], Versions: []inspect.SchemaVersion{
-		{Version: 1, ID: 10, Schema: v1},
-		{Version: 2, ID: 11, Schema: v2},
-		{Version: 3, ID: 12, Schema: v3, Example: json.RawMessage(`{"action":"click","duration":12}`)},
+		{Version: 1, ID: 10, Label: "10", Schema: v1},
+		{Version: 2, ID: 11, Label: "11", Schema: v2},
+		{Version: 3, ID: 12, Label: "12", Schema: v3, Example: json.RawMessage(`{"action":"click","duration":12}`)},
 	}}
 	edit := inspect.SchemaDetail{SchemaSummary: f.schemas[1], Versions: []inspect.SchemaVersion{
-		{Version: 1, ID: 20, Schema: json.RawMessage(`"{\"type\":\"record\",\"name\":\"Edit\",\"fields\":[]}"`)},
+		{Version: 1, ID: 20, Label: "20", Schema: json.RawMessage(`"{\"type\":\"record\",\"name\":\"Edit\",\"fields\":[]}"`)},
 	}}
 	f.details = map[string]inspect.SchemaDetail{"NavigationTiming": nav, "Edit": edit}
 	f.errs = []inspect.ErrorRecord{
 		{
-			UUID: "u-1", Time: testNow.Add(-5 * time.Second), Schema: "NavigationTiming", Revision: 3,
+			UUID: "u-1", Time: testNow.Add(-5 * time.Second), Schema: "NavigationTiming", Revision: 12, Subject: "NavigationTiming", Label: "12",
 			Code: "validation", Message: "event does not match its schema: <b>bad</b>",
 			RawEvent:   `?%7B%22schema%22%3A%22NavigationTiming%22%7D;`,
 			Event:      json.RawMessage(`{"schema":"NavigationTiming","revision":3,"event":{"action":"<img src=x onerror=alert(1)>","a/b":{"t~x":[1,2,{"deep":true}]}}}`),
@@ -167,14 +167,46 @@ func newFake() *fakeBackend {
 			Replayable: true,
 		},
 		{
-			UUID: "u-2", Time: testNow.Add(-time.Hour), Schema: "Edit", Code: "processor", Message: "cut", RawEvent: "…",
+			UUID: "u-2", Time: testNow.Add(-time.Hour), Schema: "Edit", Revision: -1, Subject: "Edit", Code: "processor", Message: "cut", RawEvent: "…",
 			Replayable: false,
 		},
 		{
-			UUID: "u-3", Time: testNow.Add(-2 * time.Hour), Schema: "NavigationTiming", Code: "validation", Message: "done",
+			UUID: "u-3", Time: testNow.Add(-2 * time.Hour), Schema: "NavigationTiming", Revision: 11, Subject: "NavigationTiming", Label: "11", Code: "validation", Message: "done",
 			Replayable: true, Replayed: true,
 		},
 	}
+	return f
+}
+
+// withEventPlatform adds an Event Platform schema to f, as the registry
+// holds it (subject analytics/edit_funnel, versions 1.0.0 and 1.1.0), and
+// EventErrors as inspect reads them: e-1 of a registered version, e-2 of a
+// version and e-3 of a legacy schema the registry does not have.
+func withEventPlatform(f *fakeBackend) *fakeBackend {
+	v1 := json.RawMessage(`{"title":"analytics/edit_funnel","type":"object","properties":{"action":{"type":"string"}}}`)
+	v2 := json.RawMessage(`{"title":"analytics/edit_funnel","type":"object","properties":{"action":{"type":"string"},"page_id":{"type":"integer"}}}`)
+	sum := inspect.SchemaSummary{Name: "analytics/edit_funnel", Type: "JSON", Versions: []int{1, 2}, Latest: 2, LatestLabel: "1.1.0", Compatibility: "BACKWARD"}
+	f.schemas = append(f.schemas, sum)
+	f.details[sum.Name] = inspect.SchemaDetail{SchemaSummary: sum, Versions: []inspect.SchemaVersion{
+		{Version: 1, ID: 31, Label: "1.0.0", Schema: v1},
+		{Version: 2, ID: 32, Label: "1.1.0", Schema: v2},
+	}}
+	f.errs = append(f.errs,
+		inspect.ErrorRecord{
+			UUID: "e-1", Time: testNow.Add(-3 * time.Hour), Schema: "/analytics/edit_funnel/1.0.0", Revision: -1,
+			Subject: "analytics/edit_funnel", Label: "1.0.0", Code: "validation", Message: "/action: not one of init, save",
+			Event: json.RawMessage(`{"$schema":"/analytics/edit_funnel/1.0.0","action":"explode"}`), Replayable: true,
+		},
+		inspect.ErrorRecord{
+			UUID: "e-2", Time: testNow.Add(-4 * time.Hour), Schema: "/analytics/edit_funnel/9.9.9", Revision: -1,
+			Subject: "analytics/edit_funnel", Label: "9.9.9", Code: "processor", Message: "unknown schema /analytics/edit_funnel/9.9.9",
+			Replayable: true,
+		},
+		inspect.ErrorRecord{
+			UUID: "e-3", Time: testNow.Add(-5 * time.Hour), Schema: "Nope", Revision: 2,
+			Subject: "Nope", Label: "2", Code: "processor", Message: "unknown schema Nope/2", Replayable: true,
+		},
+	)
 	return f
 }
 

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/eventlogging/eventlogging/internal/inspect"
 )
 
 // Number formats shared by the templates; static/overview.js formats the
@@ -50,6 +52,40 @@ func (h *Handler) ago(t time.Time) string {
 		return strconv.Itoa(int(d/time.Hour)) + "h ago"
 	default:
 		return strconv.Itoa(int(d/(24*time.Hour))) + "d ago"
+	}
+}
+
+// revisionText names a schema version as users know it, from its label
+// (inspect.SchemaVersion.Label, inspect.ErrorRecord.Label): "revision 7"
+// for a legacy revision, "version 1.1.0" for an Event Platform version;
+// "" for no label.
+func revisionText(label string) string {
+	switch {
+	case label == "":
+		return ""
+	case isRevision(label):
+		return "revision " + label
+	default:
+		return "version " + label
+	}
+}
+
+// isRevision reports whether a label is a legacy revision (a number).
+func isRevision(label string) bool {
+	_, err := strconv.ParseUint(label, 10, 63)
+	return err == nil
+}
+
+// versionText names a registered version for a link or a list: "revision
+// 7", "1.1.0", or the registry's number ("v3") when it has no label.
+func versionText(v inspect.SchemaVersion) string {
+	switch {
+	case v.Label == "":
+		return "v" + strconv.Itoa(v.Version)
+	case isRevision(v.Label):
+		return "revision " + v.Label
+	default:
+		return v.Label
 	}
 }
 

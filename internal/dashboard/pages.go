@@ -3,6 +3,8 @@ package dashboard
 import (
 	"bytes"
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -205,8 +207,48 @@ type errorView struct {
 	base
 	UUID      string
 	Rec       *inspect.ErrorRecord
+	Schema    schemaRef     // where Rec's schema links
 	Event     template.HTML // the highlighted event; "" when it cannot be shown
 	EventNote string        // why the event is not highlighted
+}
+
+// schemaRef is where an EventError's schema links: the page of its
+// subject (the registry's name of it, inspect.ErrorRecord.Subject), at the
+// version the event named when the registry has it.
+type schemaRef struct {
+	// Linked: the registry has the subject (or could not be asked), so
+	// its page is linked.
+	Linked bool
+	// Version is the registry's number of the version the event named (its
+	// page's ?b=); 0 when unknown: the subject's page as it opens.
+	Version int
+	// Note says why there is no link, or why it is not to the version.
+	Note string
+}
+
+// schemaRefOf asks the registry where rec's schema links: an event may
+// name a schema, or a version, that the registry does not have (the
+// EventError may be why), and a link must lead somewhere.
+func (h *Handler) schemaRefOf(ctx context.Context, r *http.Request, rec *inspect.ErrorRecord) schemaRef {
+	if rec.Subject == "" {
+		return schemaRef{}
+	}
+	d, err := h.b.Schema(ctx, rec.Subject)
+	switch {
+	case errors.Is(err, inspect.ErrNotFound):
+		return schemaRef{Note: "not in the schema registry"}
+	case err != nil:
+		// The schema's page may answer later.
+		h.logFailure(r, "read schema "+rec.Subject, err)
+		return schemaRef{Linked: true}
+	case rec.Label == "":
+		return schemaRef{Linked: true}
+	}
+	i := slices.IndexFunc(d.Versions, func(v inspect.SchemaVersion) bool { return v.Label == rec.Label })
+	if i < 0 {
+		return schemaRef{Linked: true, Note: revisionText(rec.Label) + " is not in the schema registry"}
+	}
+	return schemaRef{Linked: true, Version: d.Versions[i].Version}
 }
 
 func (h *Handler) errorPage(rw http.ResponseWriter, r *http.Request) {
@@ -230,6 +272,7 @@ func (h *Handler) errorPage(rw http.ResponseWriter, r *http.Request) {
 		h.render(rw, r, status, "error", v)
 		return
 	}
+	v.Schema = h.schemaRefOf(ctx, r, v.Rec)
 	switch {
 	case len(v.Rec.Event) == 0:
 		v.EventNote = "The event could not be extracted from the raw record."

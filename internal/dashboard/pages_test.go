@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -108,7 +109,7 @@ func TestSchemaPages(t *testing.T) {
 	}
 	nav := doc.one(t, "tr.schema[data-name=NavigationTiming]")
 	if nav.one(t, ".type").Text() != "JSON" || nav.one(t, ".versions").Text() != "3" ||
-		nav.one(t, ".latest").Text() != "3" || nav.one(t, ".compat").Text() != "BACKWARD" {
+		nav.one(t, ".latest").Text() != "12" || nav.one(t, ".compat").Text() != "BACKWARD" {
 		t.Errorf("schema row %q", nav.Text())
 	}
 	if href := nav.one(t, "td.name a").attrs["href"]; href != "/dashboard/schemas/NavigationTiming" {
@@ -211,6 +212,90 @@ func TestErrorsPage(t *testing.T) {
 	last := f.filters[len(f.filters)-1]
 	if last.Schema != "Edit" || last.Limit != errorsLimit {
 		t.Errorf("filter %+v", last)
+	}
+}
+
+// minusOne is an unknown revision shown as if it were one: "revision -1",
+// "r-1", "v-1", "Name/-1".
+var minusOne = regexp.MustCompile(`(?i)\b(?:revision|rev|r|version|v)\s*[:#]?\s*-1\b|/-1\b`)
+
+// TestSchemaVersionNames: Event Platform schemas show their versions
+// (1.0.0), legacy schemas their revisions, never an unknown revision as
+// "-1"; an EventError's schema links to the page of the version it named
+// when the registry has it, to the subject's page when it has only the
+// subject, and nowhere when it has neither (issue 31: the link was a 404).
+func TestSchemaVersionNames(t *testing.T) {
+	h := newTestHandler(t, withEventPlatform(newFake()), Config{Prefix: "/dashboard"})
+	noMinusOne := func(target, body string) {
+		t.Helper()
+		if m := minusOne.FindString(body); m != "" {
+			t.Errorf("%s shows %q:\n%s", target, m, body)
+		}
+	}
+
+	doc, body := page(t, h, "/schemas", http.StatusOK)
+	noMinusOne("/schemas", body)
+	if got := doc.one(t, `tr.schema[data-name=analytics/edit_funnel] td.latest`).Text(); got != "1.1.0" {
+		t.Errorf("analytics/edit_funnel latest %q, want 1.1.0", got)
+	}
+
+	doc, body = page(t, h, "/schemas/analytics%2Fedit_funnel", http.StatusOK)
+	noMinusOne("/schemas/analytics%2Fedit_funnel", body)
+	v1 := doc.one(t, "ul#versions li.version[data-version=1]")
+	if v1.attrs["data-label"] != "1.0.0" || !strings.HasPrefix(v1.Text(), "1.0.0") {
+		t.Errorf("version 1: label %q, text %q", v1.attrs["data-label"], v1.Text())
+	}
+	if got := doc.one(t, "#latest").Text(); got != "version 1.1.0" {
+		t.Errorf("latest %q", got)
+	}
+	if got := doc.one(t, "table#diff thead").Text(); !strings.Contains(got, "1.0.0") || !strings.Contains(got, "1.1.0") {
+		t.Errorf("diff header %q does not name the versions", got)
+	}
+	doc, _ = page(t, h, "/schemas/NavigationTiming?b=1", http.StatusOK)
+	if got := doc.one(t, "ul#versions li.version[data-version=1] a").Text(); got != "revision 10" {
+		t.Errorf("legacy version 1 shown as %q, want revision 10", got)
+	}
+
+	doc, body = page(t, h, "/errors", http.StatusOK)
+	noMinusOne("/errors", body)
+	if got := doc.one(t, "tr.error-row[data-uuid=e-1] td.schema").Text(); got != "analytics/edit_funnel version 1.0.0" {
+		t.Errorf("errors list: e-1 schema %q", got)
+	}
+	if got := doc.one(t, "tr.error-row[data-uuid=u-2] td.schema").Text(); got != "Edit" {
+		t.Errorf("errors list: u-2 (revision unknown) schema %q", got)
+	}
+
+	for _, tc := range []struct {
+		uuid, href, text string
+	}{
+		{"u-1", "/dashboard/schemas/NavigationTiming?b=3", "NavigationTiming revision 12"},
+		{"u-2", "/dashboard/schemas/Edit", "Edit"},
+		{"e-1", "/dashboard/schemas/analytics%2Fedit_funnel?b=1", "analytics/edit_funnel version 1.0.0"},
+		{"e-2", "/dashboard/schemas/analytics%2Fedit_funnel", "analytics/edit_funnel version 9.9.9 (version 9.9.9 is not in the schema registry)"},
+		{"e-3", "", "Nope revision 2 (not in the schema registry)"},
+	} {
+		target := "/errors/" + tc.uuid
+		doc, body := page(t, h, target, http.StatusOK)
+		noMinusOne(target, body)
+		dd := doc.one(t, "#error-schema")
+		if got := strings.Join(strings.Fields(dd.Text()), " "); !strings.HasPrefix(got, tc.text) {
+			t.Errorf("%s: schema %q, want %q", target, got, tc.text)
+		}
+		links := dd.all("a")
+		switch {
+		case tc.href == "" && len(links) > 0:
+			t.Errorf("%s: schema links to %s, which the registry does not have", target, links[0].attrs["href"])
+		case tc.href == "":
+		case len(links) != 1 || links[0].attrs["href"] != tc.href:
+			var hrefs []string
+			for _, a := range links {
+				hrefs = append(hrefs, a.attrs["href"])
+			}
+			t.Errorf("%s: schema links to %q, want %s", target, hrefs, tc.href)
+		default:
+			// The link leads somewhere.
+			page(t, h, strings.TrimPrefix(tc.href, "/dashboard"), http.StatusOK)
+		}
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
+	"github.com/eventlogging/eventlogging/internal/schema"
 )
 
 // ErrNotFound is wrapped by errors for a schema, topic or record that does
@@ -104,6 +107,7 @@ func decodeError(r kafka.Record, replayed map[string]bool) (errorEntry, bool) {
 		Replayed:   replayed[ec.UUID],
 		Replayable: ec.Event.RawEventBytes == 0,
 	}}
+	e.rec.Subject, e.rec.Label = subjectOf(ec.Event.Schema, ec.Event.Revision)
 	for _, v := range ec.Event.Errors {
 		e.rec.Errors = append(e.rec.Errors, Violation{Path: v.Pointer, Message: v.Reason})
 	}
@@ -114,6 +118,31 @@ func decodeError(r kafka.Record, replayed map[string]bool) (errorEntry, bool) {
 		e.rec.Event = json.RawMessage(ec.Event.RawEvent)
 	}
 	return e, true
+}
+
+// subjectOf is the registry subject of an EventError's schema and the
+// label of its version (see ErrorRecord): an Event Platform $schema
+// "/analytics/edit_funnel/1.0.0" (or a URL ending so) is subject
+// "analytics/edit_funnel", version "1.0.0", as the registry registers it
+// and the processor resolves it; a legacy name is its own subject, with
+// its revision when known.
+func subjectOf(name string, revision int64) (subject, label string) {
+	if strings.Contains(name, "/") {
+		p, err := schema.Path(name)
+		if err != nil {
+			return "", ""
+		}
+		title, version := path.Split(p)
+		title = strings.Trim(title, "/")
+		if title == "" {
+			return "", ""
+		}
+		return title, version
+	}
+	if revision > 0 {
+		label = strconv.FormatInt(revision, 10)
+	}
+	return name, label
 }
 
 // match reports whether e passes the filter's schema and time bounds.

@@ -97,9 +97,20 @@ func (st Status) WriteText(w io.Writer) {
 	if len(st.Errors) > 0 {
 		fmt.Fprintf(w, "\nlatest EventErrors:\n")
 		for _, e := range st.Errors {
-			fmt.Fprintf(w, "  %s  %s/%d  %s  %s  [%s]\n", e.Time.Format(time.RFC3339), e.Schema, e.Revision, e.Code, e.Message, e.UUID)
+			fmt.Fprintf(w, "  %s  %s  %s  %s  [%s]\n", e.Time.Format(time.RFC3339), e.schemaText(), e.Code, e.Message, e.UUID)
 		}
 	}
+}
+
+// schemaText names the record's schema version for a terminal:
+// "NavigationTiming/7" (the layout of a schema folder), an Event Platform
+// $schema as it is (it names its version), a legacy name alone when its
+// revision is unknown.
+func (e ErrorRecord) schemaText() string {
+	if e.Label == "" || strings.Contains(e.Schema, "/") {
+		return e.Schema
+	}
+	return e.Schema + "/" + e.Label
 }
 
 // WriteText writes what a replay did and came to.

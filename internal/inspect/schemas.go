@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,7 +65,9 @@ func (i *Inspector) loadSchemas(ctx context.Context) ([]SchemaSummary, error) {
 			names = append(names, s.Subject)
 		}
 		sum.Versions = append(sum.Versions, s.Version)
-		sum.Latest = max(sum.Latest, s.Version)
+		if s.Version > sum.Latest {
+			sum.Latest, sum.LatestLabel = s.Version, versionLabel(s)
+		}
 	}
 	levels := i.levels(ctx, names)
 	out := make([]SchemaSummary, 0, len(names))
@@ -75,6 +78,13 @@ func (i *Inspector) loadSchemas(ctx context.Context) ([]SchemaSummary, error) {
 		out = append(out, *s)
 	}
 	slices.SortFunc(out, func(a, b SchemaSummary) int { return strings.Compare(a.Name, b.Name) })
+	if len(out) == 0 {
+		// An empty registry is cheap to ask again, and is often one being
+		// filled (a standalone imports its schema folder as it starts):
+		// not cached, so its schemas are listed as soon as they are there.
+		i.schemaCache = nil
+		return out, nil
+	}
 	i.schemaCache, i.schemaCached = out, time.Now()
 	return slices.Clone(out), nil
 }
@@ -95,6 +105,17 @@ func (i *Inspector) levels(ctx context.Context, subjects []string) map[string]st
 		}
 	}
 	return out
+}
+
+// versionLabel is a registered version as users name it: the Event
+// Platform version its metadata carries ("1.1.0", as the registry's
+// import and `schema push` register it), else the global id, which is the
+// legacy revision.
+func versionLabel(s sr.SubjectSchema) string {
+	if m := s.SchemaMetadata; m != nil && m.Properties["version"] != "" {
+		return m.Properties["version"]
+	}
+	return strconv.Itoa(s.ID)
 }
 
 func schemaType(t sr.SchemaType) string {
@@ -125,8 +146,10 @@ func (i *Inspector) Schema(ctx context.Context, name string) (SchemaDetail, erro
 	for _, v := range vs {
 		d.Type = schemaType(v.Type)
 		d.SchemaSummary.Versions = append(d.SchemaSummary.Versions, v.Version)
-		d.Latest = max(d.Latest, v.Version)
-		sv := SchemaVersion{Version: v.Version, ID: v.ID, Schema: json.RawMessage(v.Schema.Schema)}
+		sv := SchemaVersion{Version: v.Version, ID: v.ID, Label: versionLabel(v), Schema: json.RawMessage(v.Schema.Schema)}
+		if v.Version > d.Latest {
+			d.Latest, d.LatestLabel = v.Version, sv.Label
+		}
 		if !json.Valid(sv.Schema) {
 			sv.Schema, _ = json.Marshal(v.Schema.Schema)
 		}

@@ -79,18 +79,25 @@ func (o Overview) Down() []RoleHealth {
 
 // SchemaSummary is one registry subject.
 type SchemaSummary struct {
-	Name          string `json:"name"`
-	Type          string `json:"type"` // JSON or AVRO
-	Versions      []int  `json:"versions"`
-	Latest        int    `json:"latest"`
+	Name     string `json:"name"`
+	Type     string `json:"type"`     // JSON or AVRO
+	Versions []int  `json:"versions"` // the registry's version numbers, ascending
+	Latest   int    `json:"latest"`
+	// LatestLabel is the latest version as users name it (see
+	// SchemaVersion.Label): "7", "1.1.0".
+	LatestLabel   string `json:"latestLabel"`
 	Compatibility string `json:"compatibility"`
 }
 
 // SchemaVersion is one registered version of a subject.
 type SchemaVersion struct {
-	Version int             `json:"version"`
-	ID      int             `json:"id"` // global id (= legacy revision)
-	Schema  json.RawMessage `json:"schema"`
+	Version int `json:"version"`
+	ID      int `json:"id"` // global id (= legacy revision)
+	// Label is the version as users and events name it: an Event Platform
+	// schema's version ("1.1.0", the registry metadata property
+	// "version"), else the legacy revision, its global id ("7").
+	Label  string          `json:"label"`
+	Schema json.RawMessage `json:"schema"`
 	// Example is an event that validates against it, when the schema
 	// has one (its "examples" keyword); nil otherwise.
 	Example json.RawMessage `json:"example,omitempty"`
@@ -121,10 +128,17 @@ type ErrorFilter struct {
 
 // ErrorRecord is one EventError read from the error topic.
 type ErrorRecord struct {
-	UUID       string          `json:"uuid"` // the error capsule's uuid: what Replay takes
-	Time       time.Time       `json:"time"`
-	Schema     string          `json:"schema"`
-	Revision   int64           `json:"revision"`
+	UUID     string    `json:"uuid"` // the error capsule's uuid: what Replay takes
+	Time     time.Time `json:"time"`
+	Schema   string    `json:"schema"`   // as the event named it: a legacy name, or an Event Platform $schema
+	Revision int64     `json:"revision"` // the legacy revision; -1 when unknown and for Event Platform events
+	// Subject is Schema's registry subject: the legacy name, or the
+	// $schema's title ("analytics/edit_funnel" for
+	// "/analytics/edit_funnel/1.0.0"); "" when Schema names none.
+	Subject string `json:"subject,omitempty"`
+	// Label is the schema version as users name it: the legacy revision
+	// ("7") or the $schema's version ("1.0.0"); "" when unknown.
+	Label      string          `json:"label,omitempty"`
 	Code       string          `json:"code"`
 	Message    string          `json:"message"`
 	RawEvent   string          `json:"rawEvent"`

@@ -31,6 +31,10 @@ type BatchConfig struct {
 	BatchTime time.Duration
 	// SessionTimeout of the group member; default 10s.
 	SessionTimeout time.Duration
+	// ShutdownTimeout bounds the work on the batch in hand once ctx is
+	// done (write and commit): after it the handler's context is cancelled
+	// and ConsumeBatches returns; default 30s, as for Pipe.
+	ShutdownTimeout time.Duration
 	// StartOffsets, if set, is asked on each assignment for the offsets to
 	// resume from (a sink that records its own offsets, such as a file
 	// sink, overrides the group's committed ones). Partitions it leaves out
@@ -49,12 +53,18 @@ var ErrFatalBatch = errors.New("sink cannot continue")
 // offsets are committed. An error is retried with capped exponential
 // backoff (1s to 30s) until it succeeds or the context ends: a handler
 // deals with records that can never be written itself (e.g. sends them to
-// an error topic) and returns errors only for transient failures.
+// an error topic) and returns errors only for transient failures. ctx
+// outlives ConsumeBatches' own by at most BatchConfig.ShutdownTimeout; the
+// handler must return soon after ctx is done.
 type BatchHandler func(ctx context.Context, batch []Record) error
 
 // ConsumeBatches runs one member of cfg.Group until ctx is done. Offsets are
 // committed only after the handler returned nil for the batch holding them
 // (at least once); a rebalance never happens while a batch is in hand.
+// Once ctx is done the batch in hand is written and committed within
+// cfg.ShutdownTimeout; after it the handler's context is cancelled and
+// ConsumeBatches returns an error, the batch uncommitted (its records are
+// consumed again by the group's next member).
 func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) error {
 	if cfg.Group == "" || len(cfg.Topics) == 0 {
 		return errors.New("kafka batches: group and topics are required")
@@ -67,6 +77,9 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 	}
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = shutdownTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -138,7 +151,11 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 		}
 	}
 
-	work := context.WithoutCancel(ctx)
+	// work outlives ctx by at most cfg.ShutdownTimeout, so the batch in
+	// hand can be finished and committed, and a stuck store cannot hold
+	// the shutdown for ever.
+	work, cancelWork := workContext(ctx, cfg.ShutdownTimeout)
+	defer cancelWork()
 	var batch []Record
 	var due time.Time
 	for {
@@ -167,7 +184,7 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 		})
 		stopping := ctx.Err() != nil
 		if len(batch) > 0 && (len(batch) >= cfg.MaxBatch || !time.Now().Before(due) || stopping) {
-			if err := writeWithRetry(work, ctx, handle, batch, log); err != nil {
+			if err := writeWithRetry(work, handle, batch, log); err != nil {
 				return err
 			}
 			// The batch is durable in the sink: only now commit its offsets.
@@ -188,12 +205,12 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 	}
 }
 
-// writeWithRetry calls handle until it succeeds. While the run context is
-// alive it retries forever with capped backoff; once it ends (shutdown) it
-// tries for at most 30 more seconds, then gives up without committing.
-func writeWithRetry(work, run context.Context, handle BatchHandler, batch []Record, log *slog.Logger) error {
+// writeWithRetry calls handle until it succeeds, retrying with capped
+// backoff for as long as work lives: for ever while the run goes on, for
+// at most the shutdown timeout once it has ended (see workContext). It then
+// gives up, and the batch is not committed.
+func writeWithRetry(work context.Context, handle BatchHandler, batch []Record, log *slog.Logger) error {
 	backoff := time.Second
-	var giveUp <-chan time.Time
 	for {
 		err := handle(work, batch)
 		if err == nil {
@@ -202,14 +219,14 @@ func writeWithRetry(work, run context.Context, handle BatchHandler, batch []Reco
 		if errors.Is(err, ErrFatalBatch) {
 			return err
 		}
-		if run.Err() != nil && giveUp == nil {
-			giveUp = time.After(30 * time.Second)
+		if work.Err() != nil {
+			return fmt.Errorf("sink write failed at shutdown (the batch will be consumed again): %w", err)
 		}
 		log.Warn("sink write failed; retrying", "records", len(batch), "backoff", backoff, "err", err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-t.C:
-		case <-giveUp:
+		case <-work.Done():
 			t.Stop()
 			return fmt.Errorf("sink write failed at shutdown (the batch will be consumed again): %w", err)
 		}

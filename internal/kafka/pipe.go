@@ -96,6 +96,10 @@ type PipeConfig struct {
 	// SessionTimeout of the group member; default 10s. A killed member's
 	// partitions move to the others after this long.
 	SessionTimeout time.Duration
+	// ShutdownTimeout bounds the work on the batch in hand once Run's ctx
+	// is done (transform, produce, commit): after it the batch's context is
+	// cancelled and Run returns; default 30s.
+	ShutdownTimeout time.Duration
 	// OutputTopics creates output topics before the first produce to them;
 	// nil means they must exist.
 	OutputTopics TopicDefaults
@@ -145,14 +149,40 @@ func NewPipe(cfg PipeConfig, tf Transform) (*Pipe, error) {
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = 10 * time.Second
 	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = shutdownTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Pipe{cfg: cfg, tf: tf}, nil
 }
 
-// shutdownTimeout bounds the final produce and commit after ctx is done.
+// shutdownTimeout is the default bound on finishing the batch in hand once
+// a run's context is done (Pipe.Run's produce and commit, ConsumeBatches'
+// write and commit; PipeConfig and BatchConfig.ShutdownTimeout), and on
+// commitWithRetry's retries then.
 const shutdownTimeout = 30 * time.Second
+
+// workContext returns the context of a run's batches: unlike ctx it lives
+// on once ctx is done, so that the batch in hand can be finished and
+// committed, but for bound only; it is cancelled then. cancel releases it.
+func workContext(ctx context.Context, bound time.Duration) (work context.Context, cancel context.CancelFunc) {
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(bound)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancelWork()
+		case <-work.Done(): // the run returned first
+		}
+	})
+	return work, func() {
+		stop()
+		cancelWork()
+	}
+}
 
 // Run consumes until ctx is done, then finishes the batch in hand, commits it
 // and leaves the group. It returns nil after a graceful stop, or the error
@@ -184,13 +214,10 @@ func (p *Pipe) Run(ctx context.Context) error {
 	if p.cfg.CreateOutputTopics {
 		topics = NewTopics(cl, p.cfg.OutputTopics)
 	}
-	// work outlives ctx so the last batch can be finished and committed.
-	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	// work outlives ctx by at most ShutdownTimeout, so the last batch can
+	// be finished and committed.
+	work, cancelWork := workContext(ctx, p.cfg.ShutdownTimeout)
 	defer cancelWork()
-	stop := context.AfterFunc(ctx, func() {
-		time.AfterFunc(shutdownTimeout, cancelWork)
-	})
-	defer stop()
 
 	outs := make([][]Message, p.cfg.Parallelism)
 	for {

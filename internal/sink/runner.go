@@ -40,6 +40,10 @@ type Config struct {
 	// MaxBatch and BatchTime bound a batch (defaults 1,000 and 5s).
 	MaxBatch  int
 	BatchTime time.Duration
+	// ShutdownTimeout bounds the write and commit of the batch in hand
+	// once ctx is done: after it the write's context is cancelled and Run
+	// returns, the batch uncommitted; default 30s.
+	ShutdownTimeout time.Duration
 	// MaintainEvery is the interval of a Maintainer's Maintain; default
 	// DefaultMaintainEvery.
 	MaintainEvery time.Duration
@@ -92,7 +96,9 @@ const MaxErrorValueBytes = 128 << 10
 // offsets be committed. A failed write (or poison send) is retried with
 // backoff; an error wrapping ErrFatal stops Run. A
 // Resumer's StartOffsets decides where each assigned partition resumes, and
-// a Maintainer's Maintain runs every cfg.MaintainEvery.
+// a Maintainer's Maintain runs every cfg.MaintainEvery. Once ctx is done,
+// the batch in hand has cfg.ShutdownTimeout to be written and committed;
+// then WriteRecords' context is cancelled and Run returns an error.
 //
 // Run owns s: it closes s before returning, after the consumer left the
 // group, and returns Close's error with its own.
@@ -106,7 +112,8 @@ func Run(ctx context.Context, cfg Config, s Sink) error {
 	cfg.defaults()
 	log := cfg.Logger.With("sink", cfg.Name)
 	bc := kafka.BatchConfig{Kafka: cfg.Kafka, Group: cfg.Group, Topics: cfg.Topics, TopicRegex: cfg.TopicRegex,
-		Exclude: cfg.Exclude, MaxBatch: cfg.MaxBatch, BatchTime: cfg.BatchTime, Logger: cfg.Logger}
+		Exclude: cfg.Exclude, MaxBatch: cfg.MaxBatch, BatchTime: cfg.BatchTime,
+		ShutdownTimeout: cfg.ShutdownTimeout, Logger: cfg.Logger}
 	if r, ok := s.(Resumer); ok {
 		bc.StartOffsets = r.StartOffsets
 	}

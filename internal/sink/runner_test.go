@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -291,5 +292,97 @@ func TestRunNeedsName(t *testing.T) {
 	s := &memSink{}
 	if err := Run(t.Context(), Config{}, s); err == nil || s.closed != 1 {
 		t.Errorf("Run without a name: %v, %d closes", err, s.closed)
+	}
+}
+
+// stuckSink is a memSink whose store hangs on the batch holding offset at:
+// that WriteRecords returns only once its context is cancelled.
+type stuckSink struct {
+	memSink
+	at      int64
+	writing chan struct{} // closed when the hanging write begins
+	once    sync.Once
+}
+
+func (s *stuckSink) WriteRecords(ctx context.Context, batch []kafka.Record) ([]Poison, error) {
+	for _, r := range batch {
+		if r.Offset == s.at {
+			s.once.Do(func() { close(s.writing) })
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+	}
+	return s.memSink.WriteRecords(ctx, batch)
+}
+
+// committedOffset returns group's committed offset of the test topic's
+// partition 0, -1 when there is none.
+func committedOffset(t *testing.T, brokers []string, group string) int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(t.Context(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := offs.Lookup(testTopic, 0)
+	if !ok {
+		return -1
+	}
+	return o.At
+}
+
+// TestRunShutdownBound: a store that hangs does not hold the sink's
+// shutdown for ever. Once ctx is done Run returns within
+// Config.ShutdownTimeout, having closed the sink; the batch in hand is not
+// committed, and the group's next run writes it.
+func TestRunShutdownBound(t *testing.T) {
+	const at = 2
+	brokers := cluster(t, `{"n":0}`, `{"n":1}`, `{"n":2}`, `{"n":3}`, `{"n":4}`)
+	cfg := testConfig(t, brokers, NewMetrics(prometheus.NewRegistry()))
+	const bound = 300 * time.Millisecond
+	cfg.ShutdownTimeout = bound
+	s := &stuckSink{memSink: memSink{resumeAt: -1}, at: at, writing: make(chan struct{})}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, s) }()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	select {
+	case <-s.writing:
+	case <-deadline.C:
+		t.Fatalf("no write of offset %d within 10 s", at)
+	}
+	stopped := time.Now()
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-deadline.C:
+		t.Fatal("Run still running 10 s after the test began")
+	}
+	if took := time.Since(stopped); took < bound || took > bound+5*time.Second {
+		t.Errorf("Run returned %v after ctx was done, want about %v", took, bound)
+	}
+	if !errors.Is(err, context.Canceled) || s.closed != 1 {
+		t.Errorf("Run: %v, %d closes; want the write's context.Canceled and 1", err, s.closed)
+	}
+	if o := committedOffset(t, brokers, cfg.Group); o > at {
+		t.Errorf("committed offset %d, past %d, which was never written", o, at)
+	}
+
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel2()
+	s2 := &memSink{resumeAt: -1, cancel: cancel2}
+	s2.done = func(int) bool { return slices.Contains(s2.stored, `{"n":4}`) }
+	if err := Run(ctx2, cfg, s2); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(s2.stored, `{"n":2}`) {
+		t.Errorf("the next run stored %q, without offset %d", s2.stored, at)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/eventlogging/eventlogging/internal/config"
+	"github.com/eventlogging/eventlogging/internal/suggest"
 )
 
 // A keyFlag is the flag of one configuration key, declared here once and
@@ -299,53 +300,11 @@ func alikeFlags(fs *flag.FlagSet, name string) []string {
 	return alike
 }
 
-// nearFlags are the flags of fs nearest to name by edit distance, within
-// one edit for a name of up to 5 letters, two for a longer one.
+// nearFlags are the flags of fs nearest to name (suggest.Nearest).
 func nearFlags(fs *flag.FlagSet, name string) []string {
-	limit := 1
-	if len(name) > 5 {
-		limit = 2
-	}
-	var alike []string
-	best := limit + 1
-	fs.VisitAll(func(f *flag.Flag) {
-		d := editDistance(name, f.Name)
-		switch {
-		case d < best:
-			best, alike = d, []string{f.Name}
-		case d == best:
-			alike = append(alike, f.Name)
-		}
-	})
-	return alike
-}
-
-// editDistance is the optimal string alignment distance of a and b: the
-// insertions, deletions, substitutions and transpositions of adjacent
-// bytes that make one the other.
-func editDistance(a, b string) int {
-	// d[i][j] is the distance of a[:i] and b[:j].
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return suggest.Nearest(name, names)
 }
 
 // configFlag is the value of the --config (or -config) flag in a command's

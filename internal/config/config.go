@@ -1,16 +1,15 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -18,12 +17,11 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/httpauth"
 	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/logging"
+	"github.com/eventlogging/eventlogging/internal/yamlerr"
 )
 
 // DefaultRawFormat is the varnishkafka-style TSV layout of raw client-side
@@ -517,9 +515,10 @@ func Load(path string) (Config, error) {
 		if err != nil {
 			return c, fmt.Errorf("config: %w", err)
 		}
-		if err := decodeStrict(data, &c); err != nil {
-			return c, fmt.Errorf("config %s: %w", path, err)
+		if err := decodeStrict(path, data, &c); err != nil {
+			return c, err
 		}
+		c.resolvePaths(filepath.Dir(path))
 	}
 	if err := applyEnv(&c, os.LookupEnv); err != nil {
 		return c, err
@@ -533,20 +532,56 @@ func Load(path string) (Config, error) {
 // Parse decodes YAML over the defaults and validates (no environment).
 func Parse(data []byte) (Config, error) {
 	c := Default()
-	if err := decodeStrict(data, &c); err != nil {
+	if err := decodeStrict("", data, &c); err != nil {
 		return c, fmt.Errorf("config: %w", err)
 	}
 	return c, c.Validate()
 }
 
-func decodeStrict(data []byte, c *Config) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	// An empty file (io.EOF) leaves the defaults.
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return err
+// FileKeys are the keys naming files or folders the configuration reads:
+// a relative path in a configuration file is relative to that file's
+// folder (not to the current directory), and check-config checks that
+// each exists. (State folders, standalone.data_dir, intake.spool_dir and
+// sink.files_staging, stay relative to the current directory, where
+// they are made.)
+func (c *Config) FileKeys() []FileKey {
+	return []FileKey{
+		{"process.schemas_dir", &c.Process.SchemasDir, true},
+		{"process.streams_file", &c.Process.StreamsFile, false},
+		{"registry.import_dir", &c.Registry.ImportDir, true},
+		{"kafka.tls_ca_file", &c.Kafka.TLSCAFile, false},
+		{"kafka.tls_cert_file", &c.Kafka.TLSCertFile, false},
+		{"kafka.tls_key_file", &c.Kafka.TLSKeyFile, false},
 	}
-	return nil
+}
+
+// FileKey is one key naming a file (or a folder, Dir) the configuration
+// reads; Path points at its value.
+type FileKey struct {
+	Key  string
+	Path *string
+	Dir  bool
+}
+
+// resolvePaths makes the relative paths of FileKeys that the file set
+// (they differ from the defaults) relative to dir, the file's folder.
+func (c *Config) resolvePaths(dir string) {
+	def := Default()
+	defs := def.FileKeys()
+	for i, f := range c.FileKeys() {
+		v := *f.Path
+		if v == "" || filepath.IsAbs(v) || v == *defs[i].Path {
+			continue
+		}
+		*f.Path = filepath.Join(dir, v)
+	}
+}
+
+// decodeStrict decodes data (the file named file) over c, refusing unknown
+// keys; an empty file leaves the defaults. Errors name the file, line and
+// column and the key as written (yamlerr).
+func decodeStrict(file string, data []byte, c *Config) error {
+	return yamlerr.Decode(file, data, c)
 }
 
 var validGroup = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)

@@ -1,19 +1,16 @@
 package process
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/eventlogging/eventlogging/internal/capsule"
+	"github.com/eventlogging/eventlogging/internal/yamlerr"
 )
 
 // Stream configures one Event Platform stream (or a family of streams by
@@ -224,12 +221,19 @@ func (st *Streams) LookupErr(name string) (Stream, error) {
 //	    topic: eventlogging_analytics.edit_funnel
 //	  - name: /^analytics\.test\..+$/
 func ParseStreams(data []byte) (*Streams, error) {
+	return parseStreams("", data)
+}
+
+// parseStreams is ParseStreams of the file named file ("" for none): a
+// YAML error names the file, line and column and the key as written.
+func parseStreams(file string, data []byte) (*Streams, error) {
 	var f struct {
 		Streams []Stream `yaml:"streams"`
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+	if err := yamlerr.Decode(file, data, &f); err != nil {
+		if file != "" {
+			return nil, err
+		}
 		return nil, fmt.Errorf("stream config: %w", err)
 	}
 	st, err := NewStreams(f.Streams)

@@ -1,8 +1,11 @@
 package process
 
 import (
+	"errors"
 	"fmt"
 	"os"
+
+	"github.com/eventlogging/eventlogging/internal/yamlerr"
 )
 
 // LoadStreamsFile reads a stream configuration file (process.streams_file);
@@ -15,9 +18,13 @@ func LoadStreamsFile(path string) (*Streams, error) {
 	if err != nil {
 		return nil, fmt.Errorf("process.streams_file: %w", err)
 	}
-	st, err := ParseStreams(data)
-	if err != nil {
+	st, err := parseStreams(path, data)
+	var ye *yamlerr.Error
+	if err != nil && !errors.As(err, &ye) {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return st, nil
 }

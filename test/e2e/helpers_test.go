@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,7 +150,7 @@ intake:
   inputs:
     - topic: %q
       format: %q
-  schemas_dir: ../../examples/schemas
+  schemas_dir: %q
   topic_template: %q
   error_topic: %q
   mixed_topic: "-"
@@ -160,11 +161,22 @@ intake:
   batch_time: 200ms
 %s`, strings.Join(brokers, ", "), c.kafka, c.listen, c.prefix+"-raw", c.spoolDir, c.intake,
 		c.prefix+"-processor", c.prefix+"-raw", "%q %{recvFrom}s %{seqId}d %t %h %{userAgent}i",
-		c.prefix+"_{schema}", c.prefix+"-errors", c.process,
+		exampleSchemas(t), c.prefix+"_{schema}", c.prefix+"-errors", c.process,
 		"^"+c.prefix+"_.+", c.prefix+"-sink", c.prefix+"-sinkerrors", c.more)
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// exampleSchemas is the absolute path of examples/schemas: a relative path
+// in a configuration file is relative to the file's folder.
+func exampleSchemas(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("../../examples/schemas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // benchStandalone sends events valid events to the standalone at base with

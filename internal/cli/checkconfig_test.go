@@ -46,3 +46,20 @@ func TestCheckConfigFiles(t *testing.T) {
 		t.Errorf("a duration without a unit: exit %d, %q", code, out)
 	}
 }
+
+// TestFindingsReadAsSentences: lint's and compat's summaries count in
+// words ("1 problem", "2 problems"), without a trailing ": findings".
+func TestFindingsReadAsSentences(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "Bad"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "Bad", "1.json"), []byte(`{"properties":{"v":{"type":["string","integer"]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Run([]string{"schema", "lint", dir}, nil, &stdout, &stderr)
+	if want := "eventlogging: schema lint: 1 problem in " + dir + "\n"; code != 1 || stderr.String() != want {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr.String(), want)
+	}
+}

@@ -154,7 +154,7 @@ func runStatus(ctx context.Context, args []string, e env) error {
 		st.WriteText(stdout)
 	}
 	if !st.Healthy {
-		return fmt.Errorf("%w: status: %d roles down: %s", errFindings, len(st.Missing), st.DownReasons())
+		return exitAs{fmt.Errorf("status: %s down: %s", count(len(st.Missing), "role"), st.DownReasons()), errFindings}
 	}
 	return nil
 }

@@ -103,8 +103,18 @@ func runSchema(ctx context.Context, args []string, e env) error {
 	return nil
 }
 
-// errFindings makes lint and compat exit 1 after printing their findings.
+// errFindings makes lint and compat exit 1 after printing their findings
+// (given with exitAs, so that it is not part of the message).
 var errFindings = errors.New("findings")
+
+// count writes n and the noun, in the plural unless n is 1: "1 problem",
+// "2 problems".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
 
 func schemaLint(dir string, stdout io.Writer) error {
 	n, files, err := schemarepo.LintDir(dir, stdout)
@@ -112,7 +122,7 @@ func schemaLint(dir string, stdout io.Writer) error {
 		return err
 	}
 	if n > 0 {
-		return fmt.Errorf("schema lint: %d problems in %s: %w", n, dir, errFindings)
+		return exitAs{fmt.Errorf("schema lint: %s in %s", count(n, "problem"), dir), errFindings}
 	}
 	fmt.Fprintf(stdout, "%d schema files in %s: no problems\n", files, dir)
 	return nil
@@ -124,7 +134,7 @@ func schemaCompat(dir string, lvl compat.Level, stdout io.Writer) error {
 		return err
 	}
 	if bad > 0 {
-		return fmt.Errorf("schema compat: %d violations under %s: %w", bad, lvl, errFindings)
+		return exitAs{fmt.Errorf("schema compat: %s of %s compatibility", count(bad, "violation"), lvl), errFindings}
 	}
 	fmt.Fprintf(stdout, "every version in %s is %s compatible with its predecessors\n", dir, lvl)
 	return nil

@@ -325,7 +325,7 @@ func deployStatus(t *testing.T, bin string, env []string, dir string) (deploySta
 	if err := json.Unmarshal(out, &st); err != nil {
 		t.Fatalf("status --json (exit status %d): %v\n%s\n%s", code, err, out, stderr.String())
 	}
-	if code != 0 && !strings.Contains(stderr.String(), "roles down") {
+	if code != 0 && !strings.Contains(stderr.String(), " down: ") {
 		t.Errorf("status exit status %d without naming the roles down: %s", code, stderr.String())
 	}
 	return st, code

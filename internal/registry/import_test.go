@@ -152,6 +152,10 @@ func TestImportDirConflicts(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), p) {
 			t.Errorf("ImportDir with id 5 taken: %v, want an error naming %s", err, p)
 		}
+		// And the schema that has revision 5 (issue 31).
+		if err == nil || !strings.Contains(err.Error(), "A version 1 has it") {
+			t.Errorf("ImportDir with id 5 taken: %v, want it to name the schema that has it (A version 1)", err)
+		}
 	})
 	t.Run("version changed", func(t *testing.T) {
 		in := newInstance(t, nil)

@@ -97,7 +97,13 @@ func (r *Registry) planRegister(subject string, c *candidate, reqID, reqVersion 
 	switch {
 	case reqID > 0:
 		if e := st.ids[reqID]; e != nil && e.key != c.key {
-			return nil, 0, "", nil, apiErrorf(codeNotPermitted, "Overwrite new schema with id %d is not permitted: id %d is another schema", reqID, reqID)
+			owner := ""
+			if u := st.usages(reqID, true); len(u) > 0 {
+				// A legacy revision is its schema's global id: name the
+				// schema that has it, so the author can pick another.
+				owner = fmt.Sprintf(" (%s version %d has it; a legacy revision is the schema's global id, so every schema needs revisions of its own)", u[0].Subject, u[0].Version)
+			}
+			return nil, 0, "", nil, apiErrorf(codeNotPermitted, "Overwrite new schema with id %d is not permitted: id %d is another schema%s", reqID, reqID, owner)
 		}
 		id = reqID
 	case len(st.byKey[c.key]) > 0:

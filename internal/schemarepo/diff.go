@@ -2,6 +2,7 @@ package schemarepo
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -75,4 +76,39 @@ func lines(s string) []string {
 		l = l[:len(l)-1]
 	}
 	return l
+}
+
+// DiffContext is Diff with only the changed lines and n unchanged lines
+// around each run of changes; a run of unchanged lines left out is one
+// line "  … (K lines unchanged)".
+func DiffContext(a, b string, n int) string {
+	full := lines(Diff(a, b))
+	keep := make([]bool, len(full))
+	for i, l := range full {
+		if l[0] == ' ' {
+			continue
+		}
+		for j := max(0, i-n); j <= min(len(full)-1, i+n); j++ {
+			keep[j] = true
+		}
+	}
+	var out strings.Builder
+	for i := 0; i < len(full); {
+		if keep[i] {
+			out.WriteString(full[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(full) && !keep[j] {
+			j++
+		}
+		if j-i == 1 {
+			out.WriteString("  … (1 line unchanged)\n")
+		} else {
+			out.WriteString("  … (" + strconv.Itoa(j-i) + " lines unchanged)\n")
+		}
+		i = j
+	}
+	return out.String()
 }

@@ -3,9 +3,11 @@ package schemarepo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -129,13 +131,40 @@ func Push(ctx context.Context, cl *sr.Client, dir string, w io.Writer) (register
 				_, err = cl.CreateSchema(ctx, s, sch)
 			}
 			if err != nil {
-				return registered, existing, fmt.Errorf("push %s (%s): %w", v.Label(), v.Path, err)
+				return registered, existing, fmt.Errorf("push %s (%s): %w", v.Label(), v.Path, explainIncompatible(ctx, cl, s, text, err))
 			}
 			registered++
 			fmt.Fprintf(w, "registered %s\n", v.Label())
 		}
 	}
 	return registered, existing, nil
+}
+
+// oldSchemaDetail is the registry's quote of the whole earlier schema in a
+// 409 answer (Confluent's "{oldSchema: '…'}"), left out of what push shows.
+var oldSchemaDetail = regexp.MustCompile(`(?s),? ?\{oldSchema: '.*?'\}(, )?`)
+
+// explainIncompatible turns the registry's 409 for a version of subject
+// (text, the JSON pushed) into what differs: the reasons, without the
+// whole earlier schema the answer quotes, and a diff of the latest
+// registered version against the pushed one. Other errors are returned as
+// they are.
+func explainIncompatible(ctx context.Context, cl *sr.Client, subject, text string, err error) error {
+	var re *sr.ResponseError
+	if !errors.As(err, &re) || re.ErrorCode != 409 {
+		return err
+	}
+	reasons := oldSchemaDetail.ReplaceAllString(re.Message, ", ")
+	old, gerr := RegisteredText(ctx, cl, subject, -1)
+	if gerr != nil {
+		return fmt.Errorf("incompatible with the registered versions: %s", reasons)
+	}
+	var doc any
+	pushed := text
+	if json.Unmarshal([]byte(text), &doc) == nil {
+		pushed = Pretty(doc)
+	}
+	return fmt.Errorf("incompatible with the registered versions: %s\nwhat differs from the latest registered version (- registered, + pushed):\n%s", reasons, DiffContext(old, pushed, 3))
 }
 
 // RegisteredText is version v (-1: the latest) of subject in the registry

@@ -273,3 +273,32 @@ func TestPushNewRevisionOfLegacySchema(t *testing.T) {
 		return err == nil && n == 2
 	})
 }
+
+// TestPushIncompatibleShowsWhatDiffers: a user pushes a version its
+// predecessor's events would break (a new required property): push exits
+// 1 with the reasons and a diff of what differs, not the whole earlier
+// schema the registry's answer quotes.
+func TestPushIncompatibleShowsWhatDiffers(t *testing.T) {
+	schemas := copyExampleSchemas(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	_, base := startStandalone(t, nil, dataDir, "--schemas", schemas, "--streams", "../../examples/streams.yaml")
+	dir := filepath.Join(schemas, "jsonschema", "analytics", "edit_funnel")
+	prev, err := os.ReadFile(filepath.Join(dir, "1.1.0.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := strings.Replace(string(prev), "required: [$schema, meta, action, editor, session_token]", "required: [$schema, meta, action, editor, session_token, page_id]", 1)
+	if next == string(prev) {
+		t.Fatal("the example's required list changed: update this test")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "1.2.0.yaml"), []byte(next), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCLIStatus(t, "schema", "push", schemas, "--registry", base+"/registry")
+	if code != 1 || !strings.Contains(out, "incompatible with the registered versions") || !strings.Contains(out, `+    "page_id"`) {
+		t.Fatalf("push of an incompatible version: exit %d\n%s", code, out)
+	}
+	if strings.Contains(out, "{oldSchema: '") || strings.Contains(out, "edit_duration_ms") || !strings.Contains(out, "lines unchanged") {
+		t.Errorf("push quotes the whole earlier schema:\n%s", out)
+	}
+}

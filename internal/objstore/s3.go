@@ -29,6 +29,7 @@ const PartSize = 16 << 20
 // s3Store is a bucket and a key prefix of an S3-compatible store.
 type s3Store struct {
 	c      *s3.Client
+	creds  aws.CredentialsProvider
 	bucket string
 	prefix string // "" or ending in "/"
 	target string
@@ -89,7 +90,7 @@ func openS3(ctx context.Context, u *url.URL) (*s3Store, error) {
 	if prefix != "" {
 		prefix += "/"
 	}
-	return &s3Store{c: c, bucket: bucket, prefix: prefix, target: u.Redacted()}, nil
+	return &s3Store{c: c, creds: cfg.Credentials, bucket: bucket, prefix: prefix, target: u.Redacted()}, nil
 }
 
 func (s *s3Store) String() string { return s.target }
@@ -302,9 +303,20 @@ func isNoSuchUpload(err error) bool {
 	return errors.As(err, &ae) && ae.ErrorCode() == "NoSuchUpload"
 }
 
+// errNoCredentials is Check's error when no credentials are found.
+var errNoCredentials = errors.New("no S3 credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE with a shared credentials file, or run where an instance role provides them")
+
 // Check heads the bucket, then writes and deletes a probe object, and turns
 // the usual failures into what to fix.
 func (s *s3Store) Check(ctx context.Context) error {
+	// Credentials first: without any, the SDK's chain ends at the
+	// instance-metadata lookup, whose failure reads like a network error.
+	if s.creds == nil {
+		return fmt.Errorf("%s: %w", s.target, errNoCredentials)
+	}
+	if _, err := s.creds.Retrieve(ctx); err != nil {
+		return fmt.Errorf("%s: %w (%v)", s.target, errNoCredentials, err)
+	}
 	_, err := s.c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket})
 	if err == nil {
 		probe := "_filesink/probe"

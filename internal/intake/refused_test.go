@@ -6,10 +6,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,4 +239,45 @@ func randomBytes(n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return b
+}
+
+// flakyTopics fails its first Ensure (Kafka unreachable while creating the
+// topics), then creates nothing.
+type flakyTopics struct{ calls atomic.Int32 }
+
+func (f *flakyTopics) Ensure(context.Context, ...string) error {
+	if f.calls.Add(1) == 1 {
+		return errors.New("create topics: broker unreachable")
+	}
+	return nil
+}
+
+// TestReplayAfterTopicCreationFails: a replay whose topics could not be
+// created produces nothing and tries again later; the spool drains once
+// they can be (a replay that found no outcomes must not index them).
+func TestReplayAfterTopicCreationFails(t *testing.T) {
+	q, err := spool.Open(t.TempDir(), spool.Config{MaxBytes: 1 << 20, MinFreeBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	if err := q.Append([]kafka.Message{{Topic: "raw", Value: []byte("a")}, {Topic: "raw", Value: []byte("b")}}); err != nil {
+		t.Fatal(err)
+	}
+	topics := &flakyTopics{}
+	w := NewWriter(ackAll{}, q, WriterConfig{Topics: topics})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	for q.Len() > 0 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond) // polling the spool the replayer drains
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if q.Len() != 0 || topics.calls.Load() < 2 {
+		t.Fatalf("spool holds %d records after %d topic creations, want 0 after at least 2", q.Len(), topics.calls.Load())
+	}
 }

@@ -369,7 +369,9 @@ func (w *Writer) replayOnce(ctx context.Context) (int, error) {
 	done := len(recs)
 	if perr != nil {
 		done = 0
-		for done < len(recs) && (res[done] == nil || kafka.IsPermanent(res[done])) {
+		// res is nil when nothing was produced (the topics could not be
+		// created): nothing is done.
+		for res != nil && done < len(recs) && (res[done] == nil || kafka.IsPermanent(res[done])) {
 			done++
 		}
 	}

@@ -61,6 +61,10 @@ func NewMetrics(reg prometheus.Registerer, w *Writer) *Metrics {
 				Name: "eventlogging_intake_spool_records",
 				Help: "Records waiting in the intake's spool for Kafka.",
 			}, func() float64 { return float64(w.Stats().SpoolRecords) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "eventlogging_intake_refused_records_total",
+				Help: "Records Kafka refused for good (too large, invalid, a topic name it refuses): not retried; an event answered invalid, or replaced by its EventError.",
+			}, func() float64 { return float64(w.Stats().Refused) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "eventlogging_intake_kafka_down",
 				Help: "1 while the intake cannot produce to Kafka (events go to the spool).",

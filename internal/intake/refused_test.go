@@ -169,7 +169,12 @@ func spoolReplayRefused(t *testing.T, brokers []string, topic string) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	w := NewWriter(prod, q, WriterConfig{ReplayBatch: 1000})
+	// The refused record's replacement (the processor's EventError in
+	// the intake): an event answered while Kafka was away leaves a trace.
+	onRefused := func(m kafka.Message, err error) (kafka.Message, bool) {
+		return kafka.Message{Topic: topic + "-errors", Value: fmt.Appendf(nil, "%d bytes refused: %s", len(m.Value), kafka.RefusedReason(err))}, true
+	}
+	w := NewWriter(prod, q, WriterConfig{ReplayBatch: 1000, Topics: prod.Topics(kafka.TopicDefaults{}), OnRefused: onRefused})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -196,6 +201,9 @@ func spoolReplayRefused(t *testing.T, brokers []string, topic string) {
 	}
 	if len(got) != 29 || len(seen) != 29 {
 		t.Fatalf("raw topic: %d records, %d distinct, want the 29 good ones once each", len(got), len(seen))
+	}
+	if errs := ti.consume(t, topic+"-errors", 1); len(errs) != 1 || string(errs[0].Value) != "5000 bytes refused: MESSAGE_TOO_LARGE" {
+		t.Fatalf("replacement records: %d, first %q", len(errs), errs[0].Value)
 	}
 }
 

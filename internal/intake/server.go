@@ -214,8 +214,19 @@ func (s *Server) preflight(rw http.ResponseWriter, _ *http.Request) {
 
 // EventResult is one event's entry in a POST answer.
 type EventResult struct {
-	Index   int                 `json:"index"`
-	Status  string              `json:"status"` // "accepted" or "invalid"
+	Index  int    `json:"index"`
+	Status string `json:"status"` // "accepted" or "invalid"
+	// UUID is what the event is stored under, as it is stored, so that a
+	// client can look it up: an accepted legacy event's capsule uuid (32
+	// hex digits, the sinks' uuid column), an accepted Event Platform
+	// event's meta.id (the sinks' uuid column too: the client's own, or
+	// the intake's in RFC 4122 form with dashes, as EventGate writes it);
+	// for an event found invalid, the uuid of its EventError (32 hex
+	// digits); an event whose record Kafka refused keeps its own.
+	// The forms differ because the stored values do: a uuid rewritten to
+	// one form would not find an Event Platform event. Empty when the
+	// processor gives none (process.Result.UUID: an element that is not
+	// a JSON object).
 	UUID    string              `json:"uuid,omitempty"`
 	Topic   string              `json:"topic,omitempty"`
 	Code    string              `json:"code,omitempty"`
@@ -447,7 +458,10 @@ func (s *Server) refused(ctx context.Context, resp *PostResponse, outs []process
 		}
 		er := &resp.Events[e]
 		for i := firstOut[e]; i < end; i++ {
-			if refused[i] == nil {
+			// Only the event's own topic counts: the sinks read it
+			// (not the mixed topic), and an invalid event's output
+			// is its EventError.
+			if refused[i] == nil || outs[i].Topic != er.Topic {
 				continue
 			}
 			if er.Status == "accepted" {
@@ -455,7 +469,7 @@ func (s *Server) refused(ctx context.Context, resp *PostResponse, outs []process
 				resp.Invalid++
 				er.Status, er.Topic = "invalid", ""
 				er.Code = capsule.CodeProcessor
-				er.Message = capsule.Truncate("Kafka refused the event's record: "+refused[i].Error(), capsule.MaxMessageBytes)
+				er.Message = capsule.Truncate("Kafka refused the event's record: "+refused[i].Error(), capsule.MaxReasonBytes)
 				if ee, ok := s.refusedError(outs[i], refused[i]); ok {
 					errs = append(errs, ee)
 				}

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +30,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/lineformat"
 	"github.com/eventlogging/eventlogging/internal/process"
 	"github.com/eventlogging/eventlogging/internal/schema"
+	"github.com/eventlogging/eventlogging/internal/sink/sqlsink"
 	"github.com/eventlogging/eventlogging/internal/spool"
 )
 
@@ -439,6 +443,136 @@ func TestJSONOrText(t *testing.T) {
 		"multipart/form-data; boundary=x", "application/json; bad", "application/json;", " application/json", "text/", "json"} {
 		if got, want := jsonOrText(ct), ref(ct); got != want {
 			t.Errorf("jsonOrText(%q) = %v, want %v", ct, got, want)
+		}
+	}
+}
+
+// TestPostAnswerUUIDIsStoredUUID: a mixed batch (legacy and Event Platform
+// events, valid and invalid, an Event Platform event with the client's own
+// meta.id) answers each event with the uuid it is stored under, so that a
+// client can look it up: for an accepted event the value of the uuid
+// column the SQL sink writes from its record (a legacy capsule's uuid, 32
+// hex digits; an Event Platform event's meta.id, RFC 4122 with dashes or
+// the client's own), for an invalid one the uuid of its EventError.
+func TestPostAnswerUUIDIsStoredUUID(t *testing.T) {
+	ti := newTestIntake(t, Config{})
+	const clientID = "0f3c9a2e-client-chosen-id"
+	platform := func(id, action string) string {
+		meta := `{"stream":"analytics.edit_funnel"}`
+		if id != "" {
+			meta = `{"stream":"analytics.edit_funnel","id":"` + id + `"}`
+		}
+		return `{"$schema":"/analytics/edit_funnel/1.0.0","meta":` + meta + `,"action":"` + action + `","editor":"wikitext","session_token":"abcdefghijkl"}`
+	}
+	batch := []string{
+		genericCapsule,              // 0 legacy, accepted
+		platform("", "init"),        // 1 Event Platform, accepted, meta.id set by the intake
+		platform(clientID, "ready"), // 2 Event Platform, accepted, the client's meta.id
+		`{"event":{"articleId":"x"},"revision":13,"schema":"Generic"}`, // 3 legacy, invalid
+		platform("", "explode"), // 4 Event Platform, invalid
+		strings.Replace(genericCapsule, `"articleId":1`, `"articleId":2`, 1), // 5 legacy, accepted
+	}
+	status, body := post(t, ti.http.URL+"/v1/events", "application/json", "["+strings.Join(batch, ",")+"]")
+	if status != http.StatusMultiStatus {
+		t.Fatalf("status %d, want 207: %s", status, body)
+	}
+	var pr PostResponse
+	if err := json.Unmarshal(body, &pr); err != nil {
+		t.Fatal(err)
+	}
+	if len(pr.Events) != len(batch) {
+		t.Fatalf("%d entries for %d events: %s", len(pr.Events), len(batch), body)
+	}
+	accepted := map[string]int{} // answered uuid → index
+	invalid := map[string]int{}
+	for i, e := range pr.Events {
+		if e.UUID == "" {
+			t.Errorf("event %d: no uuid in %+v", i, e)
+			continue
+		}
+		if e.Status == "accepted" {
+			accepted[e.UUID] = i
+		} else {
+			invalid[e.UUID] = i
+		}
+	}
+	if len(accepted) != 4 || len(invalid) != 2 {
+		t.Fatalf("%d accepted and %d invalid distinct uuids, want 4 and 2: %s", len(accepted), len(invalid), body)
+	}
+	if got := pr.Events[2].UUID; got != clientID {
+		t.Errorf("event 2: uuid %q, want the client's meta.id %q", got, clientID)
+	}
+
+	// Store the accepted events' records as the SQL sink does, and read
+	// back its uuid column.
+	recs := append(ti.consume(t, "eventlogging_Generic", 2), ti.consume(t, "eventlogging_analytics.edit_funnel", 2)...)
+	db, err := sqlsink.Open(sqlsink.SQLite, filepath.Join(t.TempDir(), "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	res := schema.NewResolver(schema.NewDirSource("../../examples/schemas"), schema.ResolverConfig{})
+	w, err := sqlsink.NewWriter(db, res, sqlsink.Config{Dialect: sqlsink.SQLite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	batchRecs := make([]kafka.Record, len(recs))
+	for i, r := range recs {
+		batchRecs[i] = kafka.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Value: r.Value}
+	}
+	if poison, err := w.WriteRecords(t.Context(), batchRecs); err != nil || len(poison) != 0 {
+		t.Fatalf("SQL sink: poison %v, %v", poison, err)
+	}
+	stored := map[string]bool{}
+	tables, err := db.QueryContext(t.Context(), `SELECT name FROM sqlite_master WHERE type = 'table'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for tables.Next() {
+		var n string
+		if err := tables.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	if err := errors.Join(tables.Err(), tables.Close()); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		rows, err := db.QueryContext(t.Context(), `SELECT "uuid" FROM "`+n+`"`)
+		if err != nil {
+			continue // not an event table
+		}
+		for rows.Next() {
+			var u string
+			if err := rows.Scan(&u); err != nil {
+				t.Fatal(err)
+			}
+			stored[u] = true
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for u, i := range accepted {
+		if !stored[u] {
+			t.Errorf("event %d answered uuid %q; the uuid column holds %v", i, u, slices.Sorted(maps.Keys(stored)))
+		}
+	}
+	if len(stored) != len(accepted) {
+		t.Errorf("the uuid column holds %d uuids, the answer has %d accepted", len(stored), len(accepted))
+	}
+
+	// The invalid events: their EventErrors' uuids.
+	for _, r := range ti.consume(t, capsule.TopicEventError, 2) {
+		var ec capsule.ErrorCapsule
+		if err := json.Unmarshal(r.Value, &ec); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := invalid[ec.UUID]; !ok {
+			t.Errorf("EventError uuid %q is not an invalid event's answered uuid %v", ec.UUID, invalid)
 		}
 	}
 }

@@ -45,7 +45,12 @@ type WriterConfig struct {
 	SyncTimeout time.Duration
 	// ReplayBatch is how many spooled records are sent per produce; default 1000.
 	ReplayBatch int
-	Logger      *slog.Logger
+	// OnRefused, if set, gives the record to write in place of one Kafka
+	// refused for good when the spool's replay meets it (the processor's
+	// EventError saying why: an event answered 201 while Kafka was away
+	// must not vanish without a trace); false or nil: counted and logged.
+	OnRefused func(m kafka.Message, err error) (kafka.Message, bool)
+	Logger    *slog.Logger
 }
 
 // Writer gets accepted records to Kafka. While Kafka is unreachable (or
@@ -139,13 +144,14 @@ func (w *Writer) Enqueue(msgs []kafka.Message) error {
 			if err == nil {
 				return
 			}
-			if kafka.IsPermanent(err) {
-				// The record's own failure: Kafka is up, and would
-				// refuse it again. Neither spooled nor retried.
-				w.refuse(m, err)
-				return
-			}
-			if !errors.Is(err, kafka.ErrBufferFull) && w.down.CompareAndSwap(false, true) {
+			// A permanent refusal may not be this record's own: Kafka
+			// refuses a whole batch for one record, and the producer
+			// fails every record of it. It goes to the spool like any
+			// failure (its room is set aside), whose replay produces
+			// records one by one where a batch is refused, so that only
+			// the record at fault is refused, and never again. Kafka is
+			// not down then.
+			if !errors.Is(err, kafka.ErrBufferFull) && !kafka.IsPermanent(err) && w.down.CompareAndSwap(false, true) {
 				w.log.Warn("kafka delivery failed; spooling until it answers again", "err", err)
 			}
 			if serr := w.appendSpool([]kafka.Message{m}, true); serr != nil {
@@ -375,9 +381,26 @@ func (w *Writer) replayOnce(ctx context.Context) (int, error) {
 			done++
 		}
 	}
+	var repl []kafka.Message
 	for i := range done {
 		if res != nil && res[i] != nil {
 			w.refuse(msgs[i], res[i])
+			if w.cfg.OnRefused != nil {
+				if m, ok := w.cfg.OnRefused(msgs[i], res[i]); ok {
+					repl = append(repl, m)
+				}
+			}
+		}
+	}
+	if len(repl) > 0 {
+		// The replacements before the ack: a failure now replays the
+		// prefix (at least once).
+		rres, rerr := w.produce(sctx, repl)
+		if rerr != nil {
+			return 0, rerr
+		}
+		for _, i := range rres.Refused() {
+			w.log.Error("the EventError of a refused record was refused too: skipped", "topic", repl[i].Topic, "bytes", len(repl[i].Value), "err", rres[i])
 		}
 	}
 	if done > 0 {

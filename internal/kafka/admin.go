@@ -35,7 +35,13 @@ type Topics struct {
 	defaults TopicDefaults
 	mu       sync.Mutex
 	known    map[string]bool
+	// refusedNames are names Kafka refused (or that it would), not asked
+	// again; at most maxRefusedNames.
+	refusedNames map[string]error
 }
+
+// maxRefusedNames bounds Topics.refusedNames.
+const maxRefusedNames = 1024
 
 // NewTopics administers topics through cl, which the caller keeps owning.
 func NewTopics(cl *kgo.Client, d TopicDefaults) *Topics {
@@ -63,13 +69,17 @@ func (t *Topics) EnsureWith(ctx context.Context, d TopicDefaults, names ...strin
 	var missing []string
 	var refused *TopicsRefusedError
 	for _, n := range names {
-		if !record.ValidTopicName(n) {
+		err, seen := t.refusedNames[n]
+		if !seen && !record.ValidTopicName(n) {
 			// Kafka refuses such a name (and franz-go will not produce
 			// to it): refused here, for every broker alike.
+			err, seen = kerr.InvalidTopicException, true
+		}
+		if seen {
 			if refused == nil {
 				refused = &TopicsRefusedError{Topics: map[string]error{}}
 			}
-			refused.Topics[n] = kerr.InvalidTopicException
+			refused.Topics[n] = err
 			continue
 		}
 		if !t.known[n] && !slices.Contains(missing, n) {
@@ -100,6 +110,12 @@ func (t *Topics) EnsureWith(ctx context.Context, d TopicDefaults, names ...strin
 				refused = &TopicsRefusedError{Topics: map[string]error{}}
 			}
 			refused.Topics[r.Topic] = r.Err
+			if len(t.refusedNames) < maxRefusedNames {
+				if t.refusedNames == nil {
+					t.refusedNames = map[string]error{}
+				}
+				t.refusedNames[r.Topic] = r.Err
+			}
 			missing = slices.DeleteFunc(missing, func(n string) bool { return n == r.Topic })
 			continue
 		}

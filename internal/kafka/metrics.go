@@ -69,7 +69,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventlogging_kafka_refused_records_total",
-			Help: "Records Kafka refused for good (too large, invalid, a topic name it refuses) that were skipped, by Kafka's error.",
+			Help: "Output records Kafka refused for good (too large, invalid, a topic name it refuses), never retried: replaced by an EventError, or skipped; by Kafka's error.",
 		}, []string{"reason"}),
 	}
 	if reg != nil {
@@ -95,7 +95,7 @@ func (m *Metrics) hooks(clientID string) []kgo.Opt {
 	return []kgo.Opt{kgo.WithHooks(hooks...)}
 }
 
-// refuse counts a record Kafka refused for good that was skipped.
+// refuse counts an output record Kafka refused for good.
 func (m *Metrics) refuse(err error) {
 	if m == nil {
 		return

@@ -313,6 +313,7 @@ func (p *Pipe) batch(ctx context.Context, cl *kgo.Client, topics *Topics, recs [
 	var repl []Message
 	var replOf []int
 	for _, i := range refused {
+		p.cfg.Kafka.Metrics.refuse(res[i])
 		if p.cfg.OnRefused != nil {
 			if m, ok := p.cfg.OnRefused(flat[i], res[i]); ok {
 				repl = append(repl, m)
@@ -361,10 +362,9 @@ func ensureTopicsOf(ctx context.Context, topics *Topics, batches [][]Message) (r
 	return nil, err
 }
 
-// skip counts and logs a record Kafka refused for good that has no
-// replacement: it is not produced.
+// skip logs a record Kafka refused for good that has no replacement
+// (counted already): it is not produced.
 func (p *Pipe) skip(m Message, err error) {
-	p.cfg.Kafka.Metrics.refuse(err)
 	p.cfg.Logger.Error("record refused by Kafka for good: skipped", "topic", m.Topic, "bytes", len(m.Value), "err", err)
 }
 

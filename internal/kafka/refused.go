@@ -43,14 +43,14 @@ func (e *TopicsRefusedError) Error() string {
 	return "create topics: refused"
 }
 
-// refusedTopic returns the error of a record to topic when ensureErr
-// refused that topic, or nil.
-func refusedTopic(ensureErr error, topic string) error {
-	var tr *TopicsRefusedError
-	if errors.As(ensureErr, &tr) {
-		if err, ok := tr.Topics[topic]; ok {
-			return fmt.Errorf("%w %s: %w", errTopicRefused, topic, err)
-		}
+// refusedTopic returns the error of a record to topic when refused holds
+// that topic, or nil.
+func refusedTopic(refused *TopicsRefusedError, topic string) error {
+	if refused == nil {
+		return nil
+	}
+	if err, ok := refused.Topics[topic]; ok {
+		return fmt.Errorf("%w %s: %w", errTopicRefused, topic, err)
 	}
 	return nil
 }
@@ -85,9 +85,12 @@ func (o Outcome) Refused() []int {
 // produceEach produces every message of batches (numbered in order across
 // them) and waits for every acknowledgement. Kafka refuses a whole batch
 // for one record of it (MESSAGE_TOO_LARGE of a batch, INVALID_RECORD):
-// records refused for good together with others are produced once more,
-// one at a time, so that only the records refused for themselves keep a
-// permanent error, and their neighbours are acknowledged. ensureErr is
+// records refused for good are produced once more, one at a time, so that
+// only the records refused for themselves keep a permanent error, and
+// their neighbours are acknowledged. (An isolated record can still share
+// a batch with another call's records, and be refused with them, if that
+// call's bad record is in flight at the same moment: rare, since the
+// client refuses a record over its batch limit before batching it.) ensureErr is
 // the error of creating the records' topics: records to a topic it
 // refused are not produced.
 func produceEach(ctx context.Context, cl *kgo.Client, batches [][]Message, ensureErr error) Outcome {
@@ -131,13 +134,17 @@ func produceEach(ctx context.Context, cl *kgo.Client, batches [][]Message, ensur
 		}
 		wg.Done()
 	}
+	var refusedTopics *TopicsRefusedError
+	if ensureErr != nil {
+		errors.As(ensureErr, &refusedTopics)
+	}
 	i := 0
 	for _, b := range batches {
 		for _, m := range b {
 			r := &recs[i]
 			setRecord(r, m)
 			i++
-			if err := refusedTopic(ensureErr, m.Topic); err != nil {
+			if err := refusedTopic(refusedTopics, m.Topic); err != nil {
 				set(i-1, nil, err)
 				continue
 			}
@@ -149,9 +156,14 @@ func produceEach(ctx context.Context, cl *kgo.Client, batches [][]Message, ensur
 	if out == nil {
 		return nil
 	}
-	if failed > 1 {
-		// Isolate: each record refused with others, alone. One
-		// attempt each, so no loop retries a permanent error.
+	if failed > 0 {
+		// Isolate: Kafka refuses a whole batch for one record of it,
+		// and the producer fails every record of that batch — records
+		// of another call on the same client too. So each record
+		// refused, alone, once more: only the record at fault is
+		// refused again (immediately, when the client itself finds it
+		// too large). One attempt each: no loop retries a permanent
+		// error.
 		for i, err := range out {
 			if err == nil || !IsPermanent(err) || errors.Is(err, errTopicRefused) {
 				continue

@@ -315,7 +315,7 @@ func (s *s3Store) Check(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", s.target, errNoCredentials)
 	}
 	if _, err := s.creds.Retrieve(ctx); err != nil {
-		return fmt.Errorf("%s: %w (%v)", s.target, errNoCredentials, err)
+		return fmt.Errorf("%s: %w (%w)", s.target, errNoCredentials, err)
 	}
 	_, err := s.c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket})
 	if err == nil {

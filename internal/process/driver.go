@@ -85,7 +85,11 @@ func (p *Processor) Refused(m Output, err error) (Output, bool) {
 	now := p.cfg.Now()
 	raw := m.Value
 	if len(raw) > p.cfg.MaxRawErrorBytes {
-		raw = raw[:p.cfg.MaxRawErrorBytes]
+		n := p.cfg.MaxRawErrorBytes
+		for n > 0 && n < len(raw) && !utf8.RuneStart(raw[n]) {
+			n-- // on a character's boundary
+		}
+		raw = raw[:n]
 	}
 	ec := capsule.ErrorCapsule{
 		Event: capsule.EventError{

@@ -94,6 +94,12 @@ func (p *Processor) buildPlatform(ctx context.Context, s *scratch, ev map[string
 	} else if err != nil {
 		return route{}, labelled(label, invalid("", err.Error()))
 	}
+	// A valid event's name takes its place in its regex stream's
+	// max_streams now, not before: invalid events cannot use them up.
+	if err := stream.AdmitErr(); err != nil {
+		return route{}, labelled(label, invalid("/meta/stream", fmt.Sprintf("stream %q is not admitted: %v; configure the stream by name, or give the regex stream a topic", name, err)))
+	}
+	label = stream.MetricLabel
 	// A valid event is known by its meta.id (what the sinks store and
 	// de-duplicate on, and the per-event answer reports).
 	c.UUID = id

@@ -101,6 +101,9 @@ func (p *Processor) buildPlatformFast(ctx context.Context, c *capsule.Capsule, s
 		}
 		return route{}, false
 	}
+	if !stream.Admit() {
+		return route{}, false // the general path says why
+	}
 	c.Schema, c.UUID = uri, id
 	return route{topic: stream.Topic, value: s.value(), label: stream.MetricLabel}, true
 }

@@ -91,3 +91,45 @@ func TestMaxStreamsConfig(t *testing.T) {
 		t.Errorf("a regex stream without max_streams: %+v %v, want max_streams %d", s, err, DefaultMaxStreams)
 	}
 }
+
+// TestMaxStreamsAdmitsValidEventsOnly: invalid events of new names do not
+// use up a regex stream's places (found by review: 20 junk events took
+// them all until a restart), and a reload keeps the names admitted.
+func TestMaxStreamsAdmitsValidEventsOnly(t *testing.T) {
+	cfg := []Stream{{Name: `/^analytics\.test\.[a-z_]+$/`, MaxStreams: 3}}
+	streams, err := NewStreams(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newTestProcessor(t, Config{Streams: streams}, "01")
+	send := func(name, action string) Result {
+		ev := `{"$schema":"/analytics/edit_funnel/1.0.0","meta":{"stream":"` + name + `"},"dt":"2025-11-30T09:59:59Z","action":"` + action + `","editor":"wikitext","session_token":"abcdefghijkl"}`
+		_, res := p.ProcessEvent(context.Background(), []byte(ev), testMeta, nil)
+		return res
+	}
+	for i := range 30 {
+		if res := send("analytics.test.junk"+strings.Repeat("j", i), "explode"); res.Valid() || strings.Contains(res.Message, "max_streams") {
+			t.Fatalf("junk event %d: %+v, want invalid for its action", i, res)
+		}
+	}
+	for _, name := range []string{"analytics.test.a", "analytics.test.b", "analytics.test.c"} {
+		if res := send(name, "init"); !res.Valid() {
+			t.Fatalf("%s after the junk: %+v, want admitted", name, res)
+		}
+	}
+	if res := send("analytics.test.d", "init"); res.Valid() || !strings.Contains(res.Message, "max_streams") {
+		t.Fatalf("a fourth name: %+v, want refused for max_streams", res)
+	}
+	// A reload of the same configuration: the three stay, no fourth.
+	next, err := NewStreams(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams.Replace(next)
+	if res := send("analytics.test.a", "init"); !res.Valid() {
+		t.Fatalf("an admitted name after the reload: %+v", res)
+	}
+	if res := send("analytics.test.e", "init"); res.Valid() {
+		t.Fatalf("a new name after the reload: %+v, want refused (the reload must not admit 3 more)", res)
+	}
+}

@@ -41,8 +41,41 @@ type Stream struct {
 	MaxStreams int `yaml:"max_streams" json:"max_streams,omitempty"`
 	// MetricLabel labels the stream's metrics (set by Lookup): the name,
 	// or, for a regex stream with a fixed topic (whose names are not
-	// bounded), the regex.
+	// bounded) or a name not admitted yet, the regex.
 	MetricLabel string `yaml:"-" json:"-"`
+	// names, set by Lookup for a name of a regex stream not admitted yet,
+	// is where Admit adds it; regex is that stream's configured name.
+	names *nameSet
+	regex string
+}
+
+// AdmitErr is Admit's refusal as an error (ErrTooManyStreams), nil when
+// the stream is admitted.
+func (s *Stream) AdmitErr() error {
+	if s.Admit() {
+		return nil
+	}
+	return tooManyStreams(Stream{Name: s.regex, MaxStreams: s.names.max})
+}
+
+// Admit admits the stream's name to its regex stream's max_streams, once
+// an event of it is valid (so that invalid events cannot use the places
+// up), and reports whether it is admitted; on success the metrics count
+// under the name. A stream looked up as admitted, or not bounded, is.
+func (s *Stream) Admit() bool {
+	if s.names == nil {
+		return true
+	}
+	if !s.names.admit(s.Name) {
+		return false
+	}
+	s.MetricLabel, s.names = s.Name, nil
+	return true
+}
+
+// tooManyStreams is LookupErr's error for a name past sp's max_streams.
+func tooManyStreams(s Stream) error {
+	return fmt.Errorf("%w: regex stream %s admits %d distinct stream names (max_streams), and has them", ErrTooManyStreams, s.Name, s.MaxStreams)
 }
 
 // DefaultMaxStreams is Stream.MaxStreams' default.
@@ -74,6 +107,18 @@ func (st *Streams) Replace(next *Streams) {
 	if next != nil {
 		t = next.table()
 	}
+	// A regex stream kept by the reload keeps the names it admitted (its
+	// new max_streams applies): a reload must not admit max_streams more.
+	if old := st.table(); old != nil {
+		for i := range t.patterns {
+			for _, op := range old.patterns {
+				if op.s.Name == t.patterns[i].s.Name && op.names != nil && t.patterns[i].names != nil {
+					op.names.setMax(t.patterns[i].s.MaxStreams)
+					t.patterns[i].names = op.names
+				}
+			}
+		}
+	}
 	st.t.Store(t)
 }
 
@@ -98,6 +143,21 @@ type nameSet struct {
 	mu    sync.Mutex
 	names map[string]struct{}
 	max   int
+}
+
+// has reports whether name is in the set, and whether the set is full.
+func (n *nameSet) has(name string) (in, full bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, in = n.names[name]
+	return in, len(n.names) >= n.max
+}
+
+// setMax changes the set's bound (names already in stay).
+func (n *nameSet) setMax(m int) {
+	n.mu.Lock()
+	n.max = m
+	n.mu.Unlock()
 }
 
 // admit reports whether name is in the set, adding it if there is room.
@@ -191,11 +251,19 @@ func (st *Streams) LookupErr(name string) (Stream, error) {
 				continue
 			}
 			s, ok = p.s, true
-			s.MetricLabel = name
-			if p.names == nil {
-				s.MetricLabel = p.s.Name // one topic: names are not bounded, the regex is
-			} else if !p.names.admit(name) {
-				return Stream{}, fmt.Errorf("%w: regex stream %s admits %d distinct stream names (max_streams), and has them", ErrTooManyStreams, p.s.Name, p.s.MaxStreams)
+			// Metrics of a name not admitted (yet) count under the
+			// regex: names are bounded only once admitted.
+			s.MetricLabel = p.s.Name
+			if p.names != nil {
+				in, full := p.names.has(name)
+				switch {
+				case in:
+					s.MetricLabel = name
+				case full:
+					return Stream{}, tooManyStreams(p.s)
+				default:
+					s.names, s.regex = p.names, p.s.Name // admitted by Admit, once an event of it is valid
+				}
 			}
 			break
 		}

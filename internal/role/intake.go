@@ -138,7 +138,7 @@ func newPipeline(ctx context.Context, c config.Config, d Deps) (*pipeline, error
 	if p.queue, err = spool.Open(c.Intake.SpoolDir, spool.Config{MaxBytes: c.Intake.SpoolMaxBytes, Logger: log}); err != nil {
 		return nil, err
 	}
-	p.writer = intake.NewWriter(p.prod, p.queue, intake.WriterConfig{Topics: creator, Logger: log.With("component", "intake")})
+	p.writer = intake.NewWriter(p.prod, p.queue, intake.WriterConfig{Topics: creator, OnRefused: p.proc.Refused, Logger: log.With("component", "intake")})
 	proxies, err := intake.ParseTrustedProxies(c.Intake.TrustedProxies)
 	if err != nil {
 		return nil, err

@@ -93,6 +93,7 @@ func (h *Handler) parseTemplates() (*template.Template, error) {
 		"seg":          pathSegment,
 		"revisionText": revisionText,
 		"versionText":  versionText,
+		"replayText":   replayText,
 	}
 	t, err := template.New("dashboard").Funcs(funcs).ParseFS(assets, "assets/templates.html")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/inspect"
 )
 
@@ -165,6 +166,8 @@ func newFake() *fakeBackend {
 			Event:      json.RawMessage(`{"schema":"NavigationTiming","revision":3,"event":{"action":"<img src=x onerror=alert(1)>","a/b":{"t~x":[1,2,{"deep":true}]}}}`),
 			Errors:     []inspect.Violation{{Path: "/event/action", Message: "not one of click, view"}, {Path: "/event/duration", Message: "missing property duration"}},
 			Replayable: true,
+			// Replayed once, failed again: still replayable.
+			Replay: &capsule.ReplayOutcome{Status: capsule.ReplayInvalid, Time: testNow.Add(-2 * time.Minute), Code: "validation", Message: "/event/action: not one of click, view"},
 		},
 		{
 			UUID: "u-2", Time: testNow.Add(-time.Hour), Schema: "Edit", Revision: -1, Subject: "Edit", Code: "processor", Message: "cut", RawEvent: "…",
@@ -173,6 +176,7 @@ func newFake() *fakeBackend {
 		{
 			UUID: "u-3", Time: testNow.Add(-2 * time.Hour), Schema: "NavigationTiming", Revision: 11, Subject: "NavigationTiming", Label: "11", Code: "validation", Message: "done",
 			Replayable: true, Replayed: true,
+			Replay: &capsule.ReplayOutcome{Status: capsule.ReplayValid, Time: time.Date(2026, 3, 1, 10, 3, 42, 0, time.UTC), UUID: "b1c2"},
 		},
 	}
 	return f

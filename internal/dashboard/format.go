@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/inspect"
 )
 
@@ -52,6 +53,41 @@ func (h *Handler) ago(t time.Time) string {
 		return strconv.Itoa(int(d/time.Hour)) + "h ago"
 	default:
 		return strconv.Itoa(int(d/(24*time.Hour))) + "d ago"
+	}
+}
+
+// replayText says in words what came of an EventError's latest replay
+// (inspect.ErrorRecord.Replay): "replayed 2026-12-04 10:03 UTC: valid",
+// "replayed …: failed again: <reason>", "replayed …: forced (closed
+// whatever the outcome)"; "" when it was never replayed.
+func replayText(o *capsule.ReplayOutcome) string {
+	if o == nil {
+		return ""
+	}
+	s := "replayed"
+	if !o.Time.IsZero() {
+		s += " " + o.Time.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	reason := o.Message
+	if reason == "" {
+		reason = o.Code
+	}
+	switch o.Status {
+	case capsule.ReplayValid:
+		return s + ": valid"
+	case capsule.ReplayInvalid:
+		if reason == "" {
+			return s + ": failed again"
+		}
+		return s + ": failed again: " + reason
+	case capsule.ReplayForced:
+		if reason != "" {
+			// A forced replay that failed again: closed all the same.
+			return s + ": forced, failed again: " + reason
+		}
+		return s + ": forced (closed whatever the outcome)"
+	default:
+		return s + ": " + o.Status
 	}
 }
 

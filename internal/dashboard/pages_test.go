@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/inspect"
 )
 
@@ -198,6 +199,21 @@ func TestErrorsPage(t *testing.T) {
 			t.Errorf("%s checkbox %v, want disabled with %q", uuid, box.attrs, tip)
 		}
 	}
+	// What came of a replay, in words (issue 31).
+	for uuid, want := range map[string]string{
+		"u-1": "replayed 2026-03-01 11:58 UTC: failed again: /event/action: not one of click, view",
+		"u-3": "replayed 2026-03-01 10:03 UTC: valid",
+	} {
+		if got := doc.one(t, "tr.error-row[data-uuid="+uuid+"] td.message .replay-outcome").Text(); got != want {
+			t.Errorf("%s: replay shown as %q, want %q", uuid, got, want)
+		}
+	}
+	if n := len(doc.all("tr.error-row[data-uuid=u-2] .replay-outcome")); n != 0 {
+		t.Errorf("u-2, never replayed, shows %d replay outcomes", n)
+	}
+	if tip := doc.one(t, "tr.error-row[data-uuid=u-3] input.replay-select").attrs["title"]; tip != "Already replayed 2026-03-01 10:03 UTC: valid" {
+		t.Errorf("u-3 checkbox title %q", tip)
+	}
 	doc.one(t, "#replay-button")
 	doc.one(t, "#replay-result")
 	if strings.Contains(body, "<b>bad</b>") {
@@ -331,6 +347,14 @@ func TestErrorDetailPage(t *testing.T) {
 		t.Errorf("%d violations listed, want 2", n)
 	}
 
+	if got, want := doc.one(t, "#error-replay").Text(), "replayed 2026-03-01 11:58 UTC: failed again: /event/action: not one of click, view"; got != want {
+		t.Errorf("#error-replay %q, want %q", got, want)
+	}
+	doc, _ = page(t, h, "/errors/u-3", http.StatusOK)
+	if got, want := doc.one(t, "#error-replay").Text(), "replayed 2026-03-01 10:03 UTC: valid"; got != want {
+		t.Errorf("u-3: #error-replay %q, want %q", got, want)
+	}
+
 	doc, _ = page(t, h, "/errors/nope", http.StatusNotFound)
 	if !strings.Contains(doc.one(t, "#backend-error").Text(), "not among the latest") {
 		t.Error("missing record not explained")
@@ -342,6 +366,31 @@ func TestErrorDetailPage(t *testing.T) {
 	}
 	if box := doc.one(t, "input.replay-select"); !hasAttr(box, "disabled") {
 		t.Error("non-replayable record has an enabled checkbox")
+	}
+	if got := doc.one(t, "#error-replay").Text(); got != "never replayed" {
+		t.Errorf("u-2: #error-replay %q, want never replayed", got)
+	}
+}
+
+// TestReplayText: every replay outcome is said in words.
+func TestReplayText(t *testing.T) {
+	at := time.Date(2026, 12, 4, 10, 3, 59, 0, time.FixedZone("CET", 3600))
+	tests := []struct {
+		o    *capsule.ReplayOutcome
+		want string
+	}{
+		{nil, ""},
+		{&capsule.ReplayOutcome{Status: capsule.ReplayValid, Time: at}, "replayed 2026-12-04 09:03 UTC: valid"},
+		{&capsule.ReplayOutcome{Status: capsule.ReplayInvalid, Time: at, Code: "processor", Message: "unknown schema X revision 9"}, "replayed 2026-12-04 09:03 UTC: failed again: unknown schema X revision 9"},
+		{&capsule.ReplayOutcome{Status: capsule.ReplayInvalid, Time: at, Code: "processor"}, "replayed 2026-12-04 09:03 UTC: failed again: processor"},
+		{&capsule.ReplayOutcome{Status: capsule.ReplayForced, Time: at}, "replayed 2026-12-04 09:03 UTC: forced (closed whatever the outcome)"},
+		{&capsule.ReplayOutcome{Status: capsule.ReplayForced, Time: at, Message: "still bad"}, "replayed 2026-12-04 09:03 UTC: forced, failed again: still bad"},
+		{&capsule.ReplayOutcome{Status: capsule.ReplayForced}, "replayed: forced (closed whatever the outcome)"},
+	}
+	for _, tt := range tests {
+		if got := replayText(tt.o); got != tt.want {
+			t.Errorf("replayText(%+v) = %q, want %q", tt.o, got, tt.want)
+		}
 	}
 }
 

@@ -88,7 +88,7 @@ func (i *Inspector) scanErrors(ctx context.Context, f ErrorFilter) ([]errorEntry
 
 // decodeError reads an EventError record; ok is false for a record that
 // is not one.
-func decodeError(r kafka.Record, replayed map[string]bool) (errorEntry, bool) {
+func decodeError(r kafka.Record, replayed map[string]capsule.ReplayOutcome) (errorEntry, bool) {
 	var ec capsule.ErrorCapsule
 	if json.Unmarshal(r.Value, &ec) != nil || ec.UUID == "" {
 		return errorEntry{}, false
@@ -104,9 +104,10 @@ func decodeError(r kafka.Record, replayed map[string]bool) (errorEntry, bool) {
 		UUID: ec.UUID, Time: when, Schema: ec.Event.Schema, Revision: ec.Event.Revision,
 		Code: ec.Event.Code, Message: ec.Event.Message, RawEvent: ec.Event.RawEvent,
 		Partition: r.Partition, Offset: r.Offset,
-		Replayed:   replayed[ec.UUID],
 		Replayable: ec.Event.RawEventBytes == 0,
 	}}
+	o, ok := replayed[ec.UUID]
+	e.rec.noteReplay(o, ok)
 	e.rec.Subject, e.rec.Label = subjectOf(ec.Event.Schema, ec.Event.Revision)
 	for _, v := range ec.Event.Errors {
 		e.rec.Errors = append(e.rec.Errors, Violation{Path: v.Pointer, Message: v.Reason})
@@ -184,14 +185,14 @@ func eventOfRawLine(line string) json.RawMessage {
 	return json.RawMessage(s)
 }
 
-// replayed reads the replay log: for each EventError replayed, whether
-// it counts as replayed (its latest outcome valid or forced) or may be
-// replayed again (it failed again).
-func (i *Inspector) replayed(ctx context.Context) (map[string]bool, error) {
-	set := map[string]bool{}
+// replayed reads the replay log: the latest outcome of each EventError
+// replayed, which tells whether it counts as replayed (valid or forced) or
+// may be replayed again (it failed again).
+func (i *Inspector) replayed(ctx context.Context) (map[string]capsule.ReplayOutcome, error) {
+	set := map[string]capsule.ReplayOutcome{}
 	err := kafka.Read(ctx, kafka.ReadConfig{Kafka: i.cfg.Kafka, Topic: i.cfg.ReplayTopic, AllPartitions: true}, func(r kafka.Record) error {
 		if len(r.Key) > 0 {
-			set[string(r.Key)] = capsule.ParseReplayOutcome(r.Value).Replayed()
+			set[string(r.Key)] = capsule.ParseReplayOutcome(r.Value)
 		}
 		return nil
 	})
@@ -258,7 +259,7 @@ func (i *Inspector) replay(ctx context.Context, entries []errorEntry, opt Replay
 	var res ReplayResult
 	var raw, forced []kafka.Message
 	var sent []string
-	seen := map[string]bool{}
+	seen := map[string]capsule.ReplayOutcome{}
 	now := time.Now().UTC()
 	// An EventError that failed again on replay is in the error topic
 	// twice, with the same uuid: each uuid is considered once.
@@ -278,7 +279,7 @@ func (i *Inspector) replay(ctx context.Context, entries []errorEntry, opt Replay
 			res.Reasons = append(res.Reasons, fmt.Sprintf("%s: the raw event was cut to size (%d bytes), it cannot be replayed", e.rec.UUID, e.ec.Event.RawEventBytes))
 			continue
 		}
-		seen[e.rec.UUID] = true
+		seen[e.rec.UUID] = capsule.ReplayOutcome{Status: capsule.ReplayForced, Time: now}
 		sent = append(sent, e.rec.UUID)
 		raw = append(raw, i.rawRecord(e))
 		if opt.Force {
@@ -306,7 +307,7 @@ func (i *Inspector) replay(ctx context.Context, entries []errorEntry, opt Replay
 	if err != nil {
 		return res, err
 	}
-	done := map[string]bool{}
+	done := map[string]capsule.ReplayOutcome{}
 	for _, u := range sent {
 		o, ok := outcomes[u]
 		switch {
@@ -314,10 +315,14 @@ func (i *Inspector) replay(ctx context.Context, entries []errorEntry, opt Replay
 			res.Pending = append(res.Pending, u)
 		case o.Status == capsule.ReplayValid:
 			res.Valid++
-			done[u] = true
+			done[u] = o
 		default:
 			res.Failed = append(res.Failed, ReplayFailure{UUID: u, Code: o.Code, Message: o.Message})
-			done[u] = opt.Force
+			if opt.Force {
+				// Closed all the same; what came of it is kept.
+				o.Status = capsule.ReplayForced
+			}
+			done[u] = o
 		}
 	}
 	i.recent.setReplayed(done)

@@ -130,7 +130,7 @@ func New(cfg Config) (*Inspector, error) {
 		return nil, err
 	}
 	i := &Inspector{cfg: cfg, admin: admin, samples: map[string][]sample{}, hc: &http.Client{Timeout: 2 * time.Second}}
-	i.recent = recentErrors{index: map[string]int{}, replayed: map[string]bool{}, cap: cfg.RecentErrors}
+	i.recent = recentErrors{index: map[string]int{}, replayed: map[string]capsule.ReplayOutcome{}, cap: cfg.RecentErrors}
 	if i.prod, err = kafka.NewProducer(kafka.ProducerConfig{Kafka: cfg.Kafka}); err != nil {
 		admin.Close()
 		return nil, err

@@ -375,6 +375,31 @@ func TestReplay(t *testing.T) {
 			t.Errorf("%s: Replayed %t after the outcomes", u, want)
 		}
 	}
+	// Each record tells what came of its replay, and when.
+	errs, err := i.Errors(ctx, ErrorFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range errs {
+		var want string
+		switch r.UUID {
+		case rawPath.ec.UUID:
+			want = capsule.ReplayValid + " "
+		case post.ec.UUID:
+			want = capsule.ReplayInvalid + " still unknown"
+		default:
+			if r.Replay != nil {
+				t.Errorf("%s: never replayed, but Replay = %+v", r.UUID, *r.Replay)
+			}
+			continue
+		}
+		switch {
+		case r.Replay == nil:
+			t.Errorf("%s: no replay outcome, want %q", r.UUID, want)
+		case r.Replay.Status+" "+r.Replay.Message != want || r.Replay.Time.IsZero():
+			t.Errorf("%s: replay outcome %+v, want %q with its time", r.UUID, *r.Replay, want)
+		}
+	}
 
 	// Again: the valid one is skipped; the one that failed is replayed.
 	res, err = i.Replay(ctx, []string{rawPath.ec.UUID, post.ec.UUID}, ReplayOptions{})

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/kafka"
 )
 
@@ -25,7 +26,7 @@ type recentErrors struct {
 	ready     bool
 	entries   []errorEntry // arrival order; at most 2*cap before trimming
 	index     map[string]int
-	replayed  map[string]bool
+	replayed  map[string]capsule.ReplayOutcome // the latest outcome of each replayed uuid
 	cap       int
 }
 
@@ -35,7 +36,8 @@ func (r *recentErrors) add(e errorEntry) {
 	if _, ok := r.index[e.rec.UUID]; ok {
 		return
 	}
-	e.rec.Replayed = r.replayed[e.rec.UUID]
+	o, ok := r.replayed[e.rec.UUID]
+	e.rec.noteReplay(o, ok)
 	r.index[e.rec.UUID] = len(r.entries)
 	r.entries = append(r.entries, e)
 	if len(r.entries) > 2*r.cap {
@@ -47,16 +49,16 @@ func (r *recentErrors) add(e errorEntry) {
 	}
 }
 
-// setReplayed records whether uuids count as replayed (from the replay
-// log or the outcomes of a replay): true once a replay came out valid or
-// was forced, false while it may be replayed again.
-func (r *recentErrors) setReplayed(uuids map[string]bool) {
+// setReplayed records the latest replay outcome of uuids (from the replay
+// log or a replay): they count as replayed once one came out valid or was
+// forced, and may be replayed again while it failed again.
+func (r *recentErrors) setReplayed(outcomes map[string]capsule.ReplayOutcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for u, done := range uuids {
-		r.replayed[u] = done
+	for u, o := range outcomes {
+		r.replayed[u] = o
 		if k, ok := r.index[u]; ok {
-			r.entries[k].rec.Replayed = done
+			r.entries[k].rec.noteReplay(o, true)
 		}
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
 )
 
 func TestRecentErrorsWindow(t *testing.T) {
-	r := recentErrors{index: map[string]int{}, replayed: map[string]bool{"u-3": true}, cap: 10}
+	r := recentErrors{index: map[string]int{}, replayed: map[string]capsule.ReplayOutcome{"u-3": {Status: capsule.ReplayValid}}, cap: 10}
 	if _, ok := r.query(ErrorFilter{}); ok {
 		t.Fatal("query answered before the window was filled")
 	}
@@ -33,9 +35,9 @@ func TestRecentErrorsWindow(t *testing.T) {
 	if len(b) != 3 || b[0].rec.UUID != "u-33" || b[2].rec.UUID != "u-29" {
 		t.Fatalf("schema filter: %v", b)
 	}
-	r.setReplayed(map[string]bool{"u-33": true})
+	r.setReplayed(map[string]capsule.ReplayOutcome{"u-33": {Status: capsule.ReplayValid}})
 	found, _ := r.lookup([]string{"u-33", "u-0", "nope"})
-	if len(found) != 1 || !found[0].rec.Replayed {
+	if len(found) != 1 || !found[0].rec.Replayed || found[0].rec.Replay == nil || found[0].rec.Replay.Status != capsule.ReplayValid {
 		t.Fatalf("lookup after replay: %v", found)
 	}
 }

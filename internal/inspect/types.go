@@ -3,6 +3,8 @@ package inspect
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/eventlogging/eventlogging/internal/capsule"
 )
 
 // Overview is the pipeline at a glance: what the dashboard's first page and
@@ -146,8 +148,25 @@ type ErrorRecord struct {
 	Errors     []Violation     `json:"errors,omitempty"`
 	Partition  int32           `json:"partition"`
 	Offset     int64           `json:"offset"`
-	Replayed   bool            `json:"replayed"`   // already re-submitted
+	Replayed   bool            `json:"replayed"`   // already re-submitted: its latest replay came out valid, or was forced
 	Replayable bool            `json:"replayable"` // false when the raw event was cut to size
+	// Replay is the latest outcome of its replays (the replay log's, or
+	// the one a replay waited for): when, valid, failed again and why, or
+	// forced; nil when it was never replayed or no outcome is known yet.
+	Replay *capsule.ReplayOutcome `json:"replay,omitempty"`
+}
+
+// noteReplay records the latest outcome of rec's replays; ok false: none.
+func (rec *ErrorRecord) noteReplay(o capsule.ReplayOutcome, ok bool) {
+	if !ok {
+		rec.Replayed, rec.Replay = false, nil
+		return
+	}
+	if y := o.Time.Year(); y < 1 || y > 9999 {
+		// Out of RFC 3339's range, the record would not encode: unknown.
+		o.Time = time.Time{}
+	}
+	rec.Replayed, rec.Replay = o.Replayed(), &o
 }
 
 // Violation is one validation error: where and why.

@@ -241,6 +241,10 @@ func TestSyncRefusedEventIsNotAccepted(t *testing.T) {
 	if !bytes.Contains(errs[0].Value, []byte("MESSAGE_TOO_LARGE")) {
 		t.Fatalf("EventError %.300s, want Kafka's reason", errs[0].Value)
 	}
+	// The EventError is the answered uuid's: a client finds it by it.
+	if !bytes.Contains(errs[0].Value, []byte(`"uuid":"`+pr.Events[1].UUID+`"`)) {
+		t.Errorf("EventError %.300s, want the answer's uuid %s", errs[0].Value, pr.Events[1].UUID)
+	}
 }
 
 func randomBytes(n int) []byte {

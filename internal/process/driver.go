@@ -103,7 +103,7 @@ func (p *Processor) Refused(m Output, err error) (Output, bool) {
 		Revision:  capsule.EventErrorRevision,
 		Timestamp: now.Unix(),
 		DT:        capsule.FormatDT(now),
-		UUID:      capsule.UUIDFromURL("refused://" + m.Topic + "/" + string(m.Value)),
+		UUID:      refusedUUID(m),
 		Topic:     p.cfg.ErrorTopic,
 	}
 	if len(raw) < len(m.Value) {
@@ -118,6 +118,28 @@ func (p *Processor) Refused(m Output, err error) (Output, bool) {
 	// Well below the record limit: a topic whose max.message.bytes
 	// refused the record may take this one.
 	return Output{Topic: p.cfg.ErrorTopic, Value: ec.Fit(nil, min(p.cfg.MaxRecordBytes, 2*p.cfg.MaxRawErrorBytes))}, true
+}
+
+// refusedUUID is the uuid of a refused record's EventError: the event's
+// own (a capsule's uuid, an Event Platform event's meta.id as 32 hex
+// digits), so that the answer's uuid and the EventError agree; else one
+// derived from the record.
+func refusedUUID(m Output) string {
+	var ev struct {
+		UUID string `json:"uuid"`
+		Meta struct {
+			ID string `json:"id"`
+		} `json:"meta"`
+	}
+	if json.Unmarshal(m.Value, &ev) == nil {
+		if ev.UUID != "" && len(ev.UUID) <= capsule.MaxFieldBytes {
+			return ev.UUID
+		}
+		if ev.Meta.ID != "" && len(ev.Meta.ID) <= capsule.MaxFieldBytes {
+			return ev.Meta.ID
+		}
+	}
+	return capsule.UUIDFromURL("refused://" + m.Topic + "/" + string(m.Value))
 }
 
 // OfflineStats counts what an offline run did.

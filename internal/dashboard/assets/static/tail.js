@@ -31,6 +31,40 @@
     td.textContent = text;
     tr.appendChild(td);
   }
+  // jsonUnits splits compact JSON after each "," and ":" outside strings:
+  // the places where a long record may wrap.
+  function jsonUnits(json) {
+    const units = [];
+    let start = 0, inString = false, escaped = false;
+    for (let i = 0; i < json.length; i++) {
+      const c = json[i];
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (c === "\\") escaped = true;
+        else if (c === '"') inString = false;
+      } else if (c === '"') {
+        inString = true;
+      } else if (c === "," || c === ":") {
+        units.push(json.slice(start, i + 1));
+        start = i + 1;
+      }
+    }
+    if (start < json.length) units.push(json.slice(start));
+    return units;
+  }
+  // valueCell shows a record's JSON, each unit in a span that the
+  // stylesheet keeps whole on a line (it wraps inside only when longer
+  // than a line): long records wrap between tokens, not inside them.
+  function valueCell(tr, json) {
+    const td = document.createElement("td");
+    td.className = "value";
+    for (const u of jsonUnits(json)) {
+      const span = document.createElement("span");
+      span.textContent = u;
+      td.appendChild(span);
+    }
+    tr.appendChild(td);
+  }
   function makeRow(item) {
     const ev = item.ev;
     const tr = document.createElement("tr");
@@ -38,7 +72,7 @@
     cell(tr, "time", ev.time ? String(ev.time).replace("T", " ") : "");
     cell(tr, "partition num", ev.partition);
     cell(tr, "offset num", ev.offset);
-    cell(tr, "value", JSON.stringify(ev.value));
+    valueCell(tr, JSON.stringify(ev.value));
     return tr;
   }
   function trim() {

@@ -29,6 +29,16 @@ import (
 // time, client IP, User-Agent.
 const DefaultRawFormat = "%q %{recvFrom}s %{seqId}d %t %h %{userAgent}i"
 
+// ServerSideFormat is the layout of the raw records servers produce
+// straight into the server-side raw topic (capsule.TopicServerSide), as
+// the PHP client's Kafka transport does: the original's server-side line
+// "%{seqId}d EventLogging %j" followed by the producing host and the time
+// the event was sent, which an Event Platform event (whose JSON may carry
+// neither) needs for its uuid and dt. A processor configured with the
+// original's format reads these lines too: text after a format's last
+// specifier is ignored.
+const ServerSideFormat = "%{seqId}d EventLogging %j %{recvFrom}s %t"
+
 // Config is the whole configuration file.
 type Config struct {
 	Kafka      Kafka      `yaml:"kafka"`
@@ -417,6 +427,20 @@ func (c *Config) ProcessMetricsListen() string {
 // (:9102), "off" none.
 func (c *Config) SinkMetricsListen() string {
 	return cmpOr(c.Sink.MetricsListen, c.Metrics.Listen)
+}
+
+// ProcessInputs is the raw topics the processors read: process.inputs,
+// and, while process.inputs is the default (the client-side topic in
+// DefaultRawFormat alone: not set in the file, or set to just that, and
+// not replaced by --raw-topic or --format), also the server-side raw
+// topic in ServerSideFormat, where servers produce (clients/php's Kafka
+// transport).
+func (c *Config) ProcessInputs() []Input {
+	in := c.Process.Inputs
+	if !slices.Equal(in, Default().Process.Inputs) {
+		return in
+	}
+	return append(slices.Clip(in), Input{Topic: capsule.TopicServerSide, Format: ServerSideFormat})
 }
 
 // cmpOr returns the first non-empty string.

@@ -326,3 +326,24 @@ func TestDashboardHealth(t *testing.T) {
 		}
 	}
 }
+
+// TestProcessInputs: the processors read the server-side raw topic beside
+// the client-side one while process.inputs is the default, and exactly
+// process.inputs when a file sets it.
+func TestProcessInputs(t *testing.T) {
+	c := Default()
+	in := c.ProcessInputs()
+	if len(in) != 2 || in[0] != c.Process.Inputs[0] || in[1].Topic != "eventlogging-server-side" || in[1].Format != ServerSideFormat {
+		t.Errorf("default inputs %+v", in)
+	}
+	if len(c.Process.Inputs) != 1 {
+		t.Errorf("ProcessInputs changed process.inputs: %+v", c.Process.Inputs)
+	}
+	set, err := Parse([]byte("process:\n  inputs:\n    - topic: raw\n      format: \"%q %{recvFrom}s %{seqId}d %t %h %{userAgent}i\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := set.ProcessInputs(); len(in) != 1 || in[0].Topic != "raw" {
+		t.Errorf("inputs of a file that sets them: %+v", in)
+	}
+}

@@ -111,7 +111,7 @@ func ExpectedGroups(c config.Config, standalone bool) []inspect.ExpectedGroup {
 // they have a member; registry reads the registry (nil: over the network).
 func NewInspector(c config.Config, kc kafka.Config, health map[string]string, expect []inspect.ExpectedGroup, registry *http.Client, log *slog.Logger) (*inspect.Inspector, error) {
 	var raw []string
-	for _, in := range c.Process.Inputs {
+	for _, in := range c.ProcessInputs() {
 		raw = append(raw, in.Topic)
 	}
 	return inspect.New(inspect.Config{

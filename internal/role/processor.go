@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 
@@ -49,7 +50,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	if c.Process.MixedTopic != "-" {
 		want = append(want, c.Process.MixedTopic)
 	}
-	for _, in := range c.Process.Inputs {
+	for _, in := range c.ProcessInputs() {
 		want = append(want, in.Topic)
 	}
 	// Create the raw, error and mixed topics before consuming.
@@ -215,8 +216,11 @@ func sharedIPKey(ctx context.Context, c config.Config, kc kafka.Config, log *slo
 // runPipe runs one processor member of the consumer group until ctx is done.
 func runPipe(ctx context.Context, c config.Config, kc kafka.Config, proc *process.Processor, log *slog.Logger) error {
 	var inputs []process.Input
-	var rawTopics []string
-	for _, in := range c.Process.Inputs {
+	var rawTopics, extra []string
+	for _, in := range c.ProcessInputs() {
+		if !slices.Contains(c.Process.Inputs, in) {
+			extra = append(extra, in.Topic)
+		}
 		format, err := lineformat.Compile(in.Format)
 		if err != nil {
 			return err
@@ -226,6 +230,13 @@ func runPipe(ctx context.Context, c config.Config, kc kafka.Config, proc *proces
 		}
 		inputs = append(inputs, process.Input{Topic: in.Topic, Format: format})
 		rawTopics = append(rawTopics, in.Topic)
+	}
+	// The raw topics read by default beyond process.inputs (the
+	// server-side one): the intake of standalone makes the others.
+	if len(extra) > 0 {
+		if err := ensureTopics(ctx, c, kc, extra); err != nil {
+			return err
+		}
 	}
 	tf, err := proc.Transform(inputs)
 	if err != nil {
@@ -248,6 +259,17 @@ func runPipe(ctx context.Context, c config.Config, kc kafka.Config, proc *proces
 	}
 	log.Info("processing", "group", c.Process.Group, "topics", rawTopics, "brokers", c.Kafka.Brokers)
 	return pipe.Run(ctx)
+}
+
+// ensureTopics creates the topics that do not exist yet, with the
+// configured partitions and replication.
+func ensureTopics(ctx context.Context, c config.Config, kc kafka.Config, topics []string) error {
+	cl, err := kafka.NewClient(kc)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return kafka.NewTopics(cl, topicDefaults(c)).Ensure(ctx, topics...)
 }
 
 // watchRegistry drops a resolver's unknown-schema entries for every

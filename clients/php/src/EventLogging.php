@@ -17,6 +17,14 @@ namespace EventLogging;
  * No extension and no Composer package is needed: HTTP is spoken over PHP
  * streams (stream_socket_client), with one deadline for connecting, sending
  * and reading the answer.
+ *
+ * With 'transport' => 'kafka' the same calls produce straight into Kafka
+ * instead (EventLogging\Kafka\Producer, one produce per flush): each event
+ * becomes a raw server-side line in the topic 'topic'
+ * (eventlogging-server-side), "SEQID EventLogging JSON HOST TIME", which
+ * the processors read by default and validate like any raw event:
+ *
+ *     EventLogging\EventLogging::configure(['transport' => 'kafka', 'brokers' => ['kafka1:9092', 'kafka2:9092']]);
  */
 final class EventLogging
 {
@@ -52,17 +60,34 @@ final class EventLogging
         // Write failures to error_log() as well.
         'errorLog' => true,
         'userAgent' => 'eventlogging-php-client/1',
+        // null: HTTP to 'url'. 'kafka': produce to 'brokers' (see below).
         // callable(string $url, string $body, array $options): array — replaces
         // the HTTP transport (tests); returns ['status' => int, 'body' => string]
         // or ['error' => string].
         'transport' => null,
+        // Kafka transport: bootstrap brokers ("host:port" each), required.
+        'brokers' => null,
+        // Kafka transport: the raw topic of the events.
+        'topic' => 'eventlogging-server-side',
+        // Kafka transport: further EventLogging\Kafka\Producer options (acks,
+        // tls, sasl, clientId, metadataCache, metadataMaxAge); 'timeout' and
+        // 'connectTimeout' are the ones above.
+        'kafka' => [],
+        // Kafka transport: the host named in each line (the uuid's recvFrom);
+        // default gethostname().
+        'recvFrom' => null,
     ];
 
     /** @var array<string, mixed> */
     private static array $config = self::DEFAULTS;
 
-    /** @var list<array{json: string, label: string}> */
+    /** @var list<array{json: string, label: string, time: int, legacy: bool}> */
     private static array $queue = [];
+
+    private static ?Kafka\Producer $producer = null;
+
+    /** Sequence number of the next Kafka line: a random start per process, then +1. */
+    private static ?int $seqId = null;
 
     private static bool $shutdownRegistered = false;
 
@@ -85,6 +110,7 @@ final class EventLogging
             }
             self::$config[$key] = $value;
         }
+        self::$producer = null;
         if (isset(self::$config['url']) && is_string(self::$config['url'])) {
             self::$config['url'] = rtrim(self::$config['url'], '/');
         }
@@ -113,7 +139,7 @@ final class EventLogging
         if (is_string(self::$config['wiki']) && self::$config['wiki'] !== '') {
             $capsule['wiki'] = self::$config['wiki'];
         }
-        return self::enqueue($capsule, "$schema/$revision");
+        return self::enqueue($capsule, "$schema/$revision", true);
     }
 
     /**
@@ -140,13 +166,15 @@ final class EventLogging
         if (!isset($ev['dt'])) {
             $ev['dt'] = (new \DateTimeImmutable('now', new \DateTimeZone('UTC')))->format('Y-m-d\TH:i:s.v\Z');
         }
-        return self::enqueue((object) $ev, $stream);
+        return self::enqueue((object) $ev, $stream, false);
     }
 
     /**
      * Sends every queued event now, in one POST. Returns true when the
      * intake took every event (201, or 202 for hasty); false otherwise —
-     * details in lastResult(). Never throws.
+     * details in lastResult(). Never throws. With the Kafka transport: one
+     * produce, true when Kafka acknowledged every event (validation comes
+     * later, in the processors: an invalid event becomes an EventError).
      */
     public static function flush(): bool
     {
@@ -159,16 +187,20 @@ final class EventLogging
         $result = ['ok' => false, 'status' => 0, 'error' => null, 'events' => count($items),
             'accepted' => 0, 'invalid' => 0, 'results' => [], 'elapsed' => 0.0];
         try {
-            $url = self::$config['url'] . '/v1/events' . (self::$config['hasty'] ? '?hasty=true' : '');
-            $body = '[' . implode(',', array_column($items, 'json')) . ']';
-            $opts = [
-                'timeout' => (float) self::$config['timeout'],
-                'connectTimeout' => (float) self::$config['connectTimeout'],
-                'userAgent' => (string) self::$config['userAgent'],
-            ];
-            $transport = self::$config['transport'];
-            $answer = is_callable($transport) ? $transport($url, $body, $opts) : self::post($url, $body, $opts);
-            $result = self::interpret($answer, $items, $result);
+            if (self::$config['transport'] === 'kafka') {
+                $result = self::flushKafka($items, $result);
+            } else {
+                $url = self::$config['url'] . '/v1/events' . (self::$config['hasty'] ? '?hasty=true' : '');
+                $body = '[' . implode(',', array_column($items, 'json')) . ']';
+                $opts = [
+                    'timeout' => (float) self::$config['timeout'],
+                    'connectTimeout' => (float) self::$config['connectTimeout'],
+                    'userAgent' => (string) self::$config['userAgent'],
+                ];
+                $transport = self::$config['transport'];
+                $answer = is_callable($transport) ? $transport($url, $body, $opts) : self::post($url, $body, $opts);
+                $result = self::interpret($answer, $items, $result);
+            }
         } catch (\Throwable $e) {
             $result['error'] = get_class($e) . ': ' . $e->getMessage();
             self::report('flush failed: ' . $result['error'], ['events' => count($items)]);
@@ -210,6 +242,7 @@ final class EventLogging
         self::$queue = [];
         self::$config = self::DEFAULTS;
         self::$last = null;
+        self::$producer = null;
     }
 
     /**
@@ -285,9 +318,14 @@ final class EventLogging
         return (object) $event;
     }
 
-    private static function enqueue(array|object $value, string $label): bool
+    private static function enqueue(array|object $value, string $label, bool $legacy): bool
     {
-        if (!is_string(self::$config['url']) || self::$config['url'] === '') {
+        if (self::$config['transport'] === 'kafka') {
+            if (!is_array(self::$config['brokers']) || self::$config['brokers'] === []) {
+                self::report("$label: not configured: the Kafka transport needs EventLogging::configure(['brokers' => [...]])", ['event' => $label]);
+                return false;
+            }
+        } elseif (!is_string(self::$config['url']) || self::$config['url'] === '') {
             self::report("$label: not configured: call EventLogging::configure(['url' => ...]) first", ['event' => $label]);
             return false;
         }
@@ -301,12 +339,61 @@ final class EventLogging
             self::report("$label: cannot encode the event as JSON: " . $e->getMessage(), ['event' => $label]);
             return false;
         }
-        self::$queue[] = ['json' => $json, 'label' => $label];
+        self::$queue[] = ['json' => $json, 'label' => $label, 'time' => time(), 'legacy' => $legacy];
         if (!self::$shutdownRegistered) {
             self::$shutdownRegistered = true;
             register_shutdown_function([self::class, 'shutdown']);
         }
         return true;
+    }
+
+    /**
+     * Produces the queued events to Kafka in one sendMany, as raw
+     * server-side lines: "SEQID EventLogging JSON HOST TIME" (format
+     * config.ServerSideFormat of the processors: the original's
+     * "%{seqId}d EventLogging %j" and then "%{recvFrom}s %t"). Spaces in
+     * the JSON are written \u0020, as the original PHP client did, since
+     * %j ends at whitespace. A legacy capsule also carries recvFrom and
+     * timestamp, so a processor reading with the original's format alone
+     * finds them.
+     *
+     * @param list<array{json: string, label: string, time: int, legacy: bool}> $items
+     * @param array<string, mixed> $result
+     * @return array<string, mixed>
+     */
+    private static function flushKafka(array $items, array $result): array
+    {
+        $result['transport'] = 'kafka';
+        $host = self::$config['recvFrom'];
+        if (!is_string($host) || $host === '') {
+            $host = gethostname() ?: 'localhost';
+        }
+        $host = (string) preg_replace('/[\x00-\x20]+/', '-', $host);
+        $topic = (string) self::$config['topic'];
+        self::$seqId ??= random_int(0, 1 << 52);
+        $records = [];
+        foreach ($items as $it) {
+            $json = $it['json'];
+            if ($it['legacy']) {
+                $json = substr($json, 0, -1) . ',"recvFrom":' . json_encode($host) . ',"timestamp":' . $it['time'] . '}';
+            }
+            $seq = self::$seqId++;
+            $records[] = [$topic, "$seq EventLogging " . str_replace(' ', '\u0020', $json) . " $host " . gmdate('Y-m-d\TH:i:s', $it['time'])];
+        }
+        $options = ['brokers' => self::$config['brokers'], 'timeout' => (float) self::$config['timeout'],
+            'connectTimeout' => (float) self::$config['connectTimeout']];
+        $producer = self::$producer ??= new Kafka\Producer(['errorLog' => false, 'onError' => null]
+            + $options + (is_array(self::$config['kafka']) ? self::$config['kafka'] : []) + ['throw' => false]);
+        $ok = $producer->sendMany($records);
+        $r = $producer->lastResult() ?? [];
+        $result['ok'] = $ok;
+        $result['accepted'] = count(array_filter($r['records'] ?? [], static fn (array $x): bool => $x['error'] === null));
+        $result['records'] = $r['records'] ?? [];
+        if (!$ok) {
+            $result['error'] = (string) ($r['error'] ?? 'Kafka produce failed');
+            self::report('could not send ' . count($items) . ' event(s) to Kafka: ' . $result['error'], ['events' => count($items)]);
+        }
+        return $result;
     }
 
     /**
@@ -461,3 +548,4 @@ final class EventLogging
         }
     }
 }
+

@@ -1,9 +1,10 @@
 <?php
 
-// Checks that MonologHandler is a valid Monolog\Handler\HandlerInterface
-// when Monolog is installed, without installing it: declares the interface
-// as Monolog 2 or 3 does (the version is the first argument), loads the
-// client, and logs a record through the interface.
+// Checks that MonologHandler and Kafka\MonologHandler are valid
+// Monolog\Handler\HandlerInterface when Monolog is installed, without
+// installing it: declares the interface as Monolog 2 or 3 does (the
+// version is the first argument), loads the client, and logs a record
+// through the interface.
 //
 //     php monolog_shape.php 2|3
 
@@ -87,5 +88,30 @@ namespace {
         fwrite(STDERR, 'unexpected event: ' . json_encode($sent) . "\n");
         exit(1);
     }
-    echo "ok: Monolog {$argv[1]} HandlerInterface\n";
+
+    // The Kafka transport's handler too: through the interface, the record
+    // is encoded and kept for the produce at close() (no broker here: the
+    // produce fails, is reported, and nothing throws).
+    $failed = [];
+    $k = new \EventLogging\Kafka\MonologHandler(['brokers' => ['127.0.0.1:1'], 'topic' => 'app_logs', 'level' => 'warning',
+        'logExceptions' => false, 'kafka' => ['timeout' => 0.2], 'onError' => function (string $m) use (&$failed): void {
+            $failed[] = $m;
+        }]);
+    if (!$k instanceof Monolog\Handler\HandlerInterface) {
+        fwrite(STDERR, "EventLogging\\Kafka\\MonologHandler does not implement Monolog\\Handler\\HandlerInterface\n");
+        exit(1);
+    }
+    /** @var Monolog\Handler\HandlerInterface $kiface */
+    $kiface = $k;
+    $kiface->handle($record);
+    if ($k->pending() !== 1) {
+        fwrite(STDERR, 'Kafka handler: ' . $k->pending() . " records pending, want 1\n");
+        exit(1);
+    }
+    $kiface->close();
+    if (count($failed) !== 1 || !str_contains($failed[0], 'could not produce 1 log record')) {
+        fwrite(STDERR, 'Kafka handler: reported ' . json_encode($failed) . "\n");
+        exit(1);
+    }
+    echo "ok: Monolog {$argv[1]} HandlerInterface (EventLogging\\MonologHandler, EventLogging\\Kafka\\MonologHandler)\n";
 }

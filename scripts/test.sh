@@ -173,7 +173,7 @@ if [ $# -eq 0 ]; then
 	fault_timeout=40m
 	[ "${EVENTLOGGING_LONG_FAULTS:-}" = 1 ] && fault_timeout=120m
 	go test -count=1 -timeout "$fault_timeout" -p 1 -v \
-		-run '^(TestDashboardUnderLoad|TestHostileRequestsWithTraffic|TestOverload|TestClusterFailover|TestProcessCrashes|TestSpoolDiskFull|TestBrokerDown|TestWarehouse|TestIcebergStandalone)$' \
+		-run '^(TestDashboardUnderLoad|TestHostileRequestsWithTraffic|TestOverload|TestClusterFailover|TestClientPHPKafkaLeaderKill|TestProcessCrashes|TestSpoolDiskFull|TestBrokerDown|TestWarehouse|TestIcebergStandalone)$' \
 		./test/e2e || load_rc=$?
 fi
 go test -count=1 -race -timeout 20m "$@" ./...

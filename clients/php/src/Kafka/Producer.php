@@ -216,6 +216,10 @@ final class Producer
             $state[$i] = ['topic' => $r[0], 'partition' => -1, 'offset' => null, 'error' => 'not sent'];
         }
         $pending = array_keys($recs);
+        // Leaders that could not be reached: a record without a key is sent
+        // again to a partition whose leader is another broker (the metadata
+        // names a dead leader until the controller fences it, seconds later).
+        $dead = [];
         for ($attempt = 0; $attempt < 2 && $pending !== []; $attempt++) {
             $this->last['attempts'] = $attempt + 1;
             /** @var array<int, KafkaException> $failed */
@@ -245,7 +249,7 @@ final class Producer
                     $fail([$i], new KafkaException("topic $topic: " . Errors::name($tm['error']), $tm['error'], Errors::retriable($tm['error'])));
                     continue;
                 }
-                $p = $key !== null ? Murmur2::partition($key, $tm['n']) : ($sticky[$topic] ??= self::randomPartition($tm));
+                $p = $key !== null ? Murmur2::partition($key, $tm['n']) : ($sticky[$topic] ??= self::randomPartition($tm, $dead));
                 $state[$i]['partition'] = $p;
                 $leader = $p >= 0 ? ($tm['leaders'][$p] ?? null) : null;
                 if ($leader === null) {
@@ -265,6 +269,7 @@ final class Producer
                     $inflight[] = [(string) $addr, $c, $corr, $v, $parts];
                 } catch (KafkaException $e) {
                     $this->drop((string) $addr);
+                    $dead[(string) $addr] = true;
                     $fail($all, $e);
                 }
             }
@@ -280,6 +285,7 @@ final class Producer
                     $answers = self::parseProduce($c->read($corr, $deadline), $v);
                 } catch (KafkaException $e) {
                     $this->drop($addr);
+                    $dead[$addr] = true;
                     $fail(self::indexes($parts), $e);
                     continue;
                 }
@@ -319,7 +325,7 @@ final class Producer
                 foreach (array_keys($retryTopics) as $t) {
                     $this->forget((string) $t);
                 }
-                if ($leadership) {
+                if ($leadership || $dead !== []) {
                     // A leader that moves (or a topic just made) is known to
                     // the brokers' metadata a moment later: wait as Kafka's
                     // clients do (retry.backoff.ms), within the time left.
@@ -513,10 +519,18 @@ final class Producer
         return $out;
     }
 
-    /** @param array{n: int, leaders: array<int, ?string>} $tm */
-    private static function randomPartition(array $tm): int
+    /**
+     * A random partition with a leader, one not in $dead when there is one.
+     *
+     * @param array{n: int, leaders: array<int, ?string>} $tm
+     * @param array<string, true> $dead
+     */
+    private static function randomPartition(array $tm, array $dead = []): int
     {
-        $up = array_keys(array_filter($tm['leaders'], static fn (?string $l): bool => $l !== null));
+        $up = array_keys(array_filter($tm['leaders'], static fn (?string $l): bool => $l !== null && !isset($dead[$l])));
+        if ($up === []) {
+            $up = array_keys(array_filter($tm['leaders'], static fn (?string $l): bool => $l !== null));
+        }
         return $up === [] ? ($tm['n'] > 0 ? mt_rand(0, $tm['n'] - 1) : -1) : $up[mt_rand(0, count($up) - 1)];
     }
 

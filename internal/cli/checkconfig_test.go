@@ -63,3 +63,25 @@ func TestFindingsReadAsSentences(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr.String(), want)
 	}
 }
+
+// TestIcebergFlags: the Iceberg settings docs/iceberg.md lists have flags;
+// a duration without a unit says what to write.
+func TestIcebergFlags(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := Run([]string{"sink", "--kafka-brokers", "127.0.0.1:1", "--iceberg-commit-interval", "5"}, nil, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), `--iceberg-commit-interval: sink.iceberg_commit_interval: "5" is not a duration: write it with a unit, e.g. 5m`) {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+	fs := newFlagSet("t", "", &stderr)
+	o := newOverlay(fs, "", flagIcebergCommitInterval, flagIcebergNamespace)
+	c, err := o.parse([]string{"--iceberg-commit-interval", "20s", "--iceberg-namespace", "analytics"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sink.IcebergCommitInterval.String() != "20s" || c.Sink.IcebergNamespace != "analytics" {
+		t.Errorf("flags set %v and %q", c.Sink.IcebergCommitInterval, c.Sink.IcebergNamespace)
+	}
+	if _, err := o.parse([]string{"--iceberg-namespace", "bad name"}); err == nil || !strings.Contains(err.Error(), "sink.iceberg_namespace") {
+		t.Errorf("a namespace with a space: %v", err)
+	}
+}

@@ -20,6 +20,9 @@ import (
 type keyFlag struct {
 	name, usage string
 	set         func(c *config.Config, v string)
+	// key, when set instead of set, is the configuration key the flag
+	// sets from its text (config.SetKey: durations, numbers).
+	key string
 }
 
 // withUsage is f with the help text of a command that says more.
@@ -30,61 +33,65 @@ func (f keyFlag) withUsage(usage string) keyFlag {
 
 var (
 	flagBrokers = keyFlag{"kafka-brokers", "Kafka bootstrap addresses, comma-separated (kafka.brokers)",
-		func(c *config.Config, v string) { c.Kafka.Brokers = strings.Split(v, ",") }}
+		func(c *config.Config, v string) { c.Kafka.Brokers = strings.Split(v, ",") }, ""}
 	flagSchemas = keyFlag{"schemas", "schema folder (process.schemas_dir)",
-		func(c *config.Config, v string) { c.Process.SchemasDir = v }}
+		func(c *config.Config, v string) { c.Process.SchemasDir = v }, ""}
 	flagStreams = keyFlag{"streams", "Event Platform stream configuration file (process.streams_file)",
-		func(c *config.Config, v string) { c.Process.StreamsFile = v }}
+		func(c *config.Config, v string) { c.Process.StreamsFile = v }, ""}
 	flagIntakeListen = keyFlag{"listen", "HTTP listen address (intake.listen, default :8080)",
-		func(c *config.Config, v string) { c.Intake.Listen = v }}
+		func(c *config.Config, v string) { c.Intake.Listen = v }, ""}
 	flagSpoolDir = keyFlag{"spool-dir", "spool folder for events while Kafka is unreachable (intake.spool_dir)",
-		func(c *config.Config, v string) { c.Intake.SpoolDir = v }}
+		func(c *config.Config, v string) { c.Intake.SpoolDir = v }, ""}
 	flagRegistryListen = keyFlag{"listen", "HTTP listen address (registry.listen, default :8081)",
-		func(c *config.Config, v string) { c.Registry.Listen = v }}
+		func(c *config.Config, v string) { c.Registry.Listen = v }, ""}
 	flagSelfURL = keyFlag{"self-url", "URL other instances use to reach this one (registry.self_url)",
-		func(c *config.Config, v string) { c.Registry.SelfURL = v }}
+		func(c *config.Config, v string) { c.Registry.SelfURL = v }, ""}
 	flagImportDir = keyFlag{"import", "schema folder to register at start (registry.import_dir)",
-		func(c *config.Config, v string) { c.Registry.ImportDir = v }}
+		func(c *config.Config, v string) { c.Registry.ImportDir = v }, ""}
 	flagDashboardListen = keyFlag{"listen", "HTTP listen address (dashboard.listen, default :8090)",
-		func(c *config.Config, v string) { c.Dashboard.Listen = v }}
+		func(c *config.Config, v string) { c.Dashboard.Listen = v }, ""}
 	flagSinkSQL = keyFlag{"sql", "SQL sink database (sink.sql): sqlite:PATH, mysql:DSN or postgres://…",
-		func(c *config.Config, v string) { c.Sink.SQL = v }}
+		func(c *config.Config, v string) { c.Sink.SQL = v }, ""}
 	flagSinkFiles = keyFlag{"files", "file sink target (sink.files): a directory, s3://BUCKET/PREFIX?endpoint=…&region=…&use_path_style=true or hdfs://NAMENODE:PORT/PATH",
-		func(c *config.Config, v string) { c.Sink.Files = v }}
+		func(c *config.Config, v string) { c.Sink.Files = v }, ""}
 	flagSinkFilesStaging = keyFlag{"files-staging", "local directory of files being written for an s3:// or hdfs:// target (sink.files_staging)",
-		func(c *config.Config, v string) { c.Sink.FilesStaging = v }}
+		func(c *config.Config, v string) { c.Sink.FilesStaging = v }, ""}
 	flagIcebergCatalog = keyFlag{"iceberg-catalog", "Iceberg catalog (sink.iceberg_catalog): sqlite:///PATH, postgresql://… or a REST catalog http(s)://…",
-		func(c *config.Config, v string) { c.Sink.IcebergCatalog = v }}
+		func(c *config.Config, v string) { c.Sink.IcebergCatalog = v }, ""}
 	flagIcebergWarehouse = keyFlag{"iceberg-warehouse", "Iceberg warehouse (sink.iceberg_warehouse): a directory or s3://BUCKET/PREFIX?…",
-		func(c *config.Config, v string) { c.Sink.IcebergWarehouse = v }}
+		func(c *config.Config, v string) { c.Sink.IcebergWarehouse = v }, ""}
+	flagIcebergCommitInterval = keyFlag{name: "iceberg-commit-interval", key: "sink.iceberg_commit_interval",
+		usage: "how often Iceberg tables are committed: rows are readable about this long after they arrive (sink.iceberg_commit_interval, default 1m)"}
+	flagIcebergNamespace = keyFlag{name: "iceberg-namespace", key: "sink.iceberg_namespace",
+		usage: "Iceberg namespace of the tables, <namespace>.<Schema> (sink.iceberg_namespace, default eventlogging)"}
 	flagSinkFormat = keyFlag{"format", "file format: parquet or jsonl.gz (sink.format, default parquet)",
-		func(c *config.Config, v string) { c.Sink.Format = v }}
+		func(c *config.Config, v string) { c.Sink.Format = v }, ""}
 	flagSinkMetricsListen = keyFlag{"metrics-listen", `address of /metrics (sink.metrics_listen, else metrics.listen, default :9102; "off" disables it)`,
-		func(c *config.Config, v string) { c.Sink.MetricsListen = v }}
+		func(c *config.Config, v string) { c.Sink.MetricsListen = v }, ""}
 	flagProcessMetricsListen = keyFlag{"metrics-listen", `address of /metrics (process.metrics_listen, else metrics.listen, default :9101; "off" disables it)`,
-		func(c *config.Config, v string) { c.Process.MetricsListen = v }}
+		func(c *config.Config, v string) { c.Process.MetricsListen = v }, ""}
 	flagDataDir = keyFlag{"data-dir", "data directory (standalone.data_dir, default ./data)",
-		func(c *config.Config, v string) { c.Standalone.DataDir = v }}
+		func(c *config.Config, v string) { c.Standalone.DataDir = v }, ""}
 	flagKafkaListen = keyFlag{"kafka-listen", "embedded broker address (standalone.kafka_listen, default 127.0.0.1:19092)",
-		func(c *config.Config, v string) { c.Standalone.KafkaListen = v }}
+		func(c *config.Config, v string) { c.Standalone.KafkaListen = v }, ""}
 	flagGroup = keyFlag{"group", "consumer group (process.group, default eventlogging-processor)",
-		func(c *config.Config, v string) { c.Process.Group = v }}
+		func(c *config.Config, v string) { c.Process.Group = v }, ""}
 	flagIP = keyFlag{"ip", "client IP policy: hash, drop or keep (process.ip, default hash)",
-		func(c *config.Config, v string) { c.Process.IP = v }}
+		func(c *config.Config, v string) { c.Process.IP = v }, ""}
 	flagIPHashAlg = keyFlag{"ip-hash-alg", "HMAC for --ip hash: sha256 or sha1 (process.ip_hash_alg, default sha256)",
-		func(c *config.Config, v string) { c.Process.IPHashAlg = v }}
+		func(c *config.Config, v string) { c.Process.IPHashAlg = v }, ""}
 	flagMixedTopic = keyFlag{"mixed-topic", `topic receiving every valid event too ("-" disables; default eventlogging-valid-mixed)`,
-		func(c *config.Config, v string) { c.Process.MixedTopic = v }}
+		func(c *config.Config, v string) { c.Process.MixedTopic = v }, ""}
 	flagMixedExclude = keyFlag{"mixed-exclude", "regex of schemas kept out of the mixed topic",
-		func(c *config.Config, v string) { c.Process.MixedExclude = v }}
+		func(c *config.Config, v string) { c.Process.MixedExclude = v }, ""}
 	flagErrorTopic = keyFlag{"error-topic", "topic of EventErrors (default eventlogging_EventError)",
-		func(c *config.Config, v string) { c.Process.ErrorTopic = v }}
+		func(c *config.Config, v string) { c.Process.ErrorTopic = v }, ""}
 	flagTopicTemplate = keyFlag{"topic-template", "per-schema topic name, with {schema} and {revision} (default eventlogging_{schema})",
-		func(c *config.Config, v string) { c.Process.TopicTemplate = v }}
+		func(c *config.Config, v string) { c.Process.TopicTemplate = v }, ""}
 	flagProcessorID = keyFlag{"processor-id", "name of this processor in EventErrors (process.processor_id, default host-pid)",
-		func(c *config.Config, v string) { c.Process.ProcessorID = v }}
+		func(c *config.Config, v string) { c.Process.ProcessorID = v }, ""}
 	flagRegistryURL = keyFlag{"registry", "schema registry URL (registry.url)",
-		func(c *config.Config, v string) { c.Registry.URL = strings.TrimSuffix(v, "/") }}
+		func(c *config.Config, v string) { c.Registry.URL = strings.TrimSuffix(v, "/") }, ""}
 )
 
 // overlay is a command's --config flag and the key flags it takes, laid
@@ -122,12 +129,20 @@ func (o *overlay) value(name string) string {
 }
 
 // apply lays the flags given over c.
-func (o *overlay) apply(c *config.Config) {
+func (o *overlay) apply(c *config.Config) error {
 	for i, f := range o.flags {
-		if v := *o.values[i]; v != "" {
+		v := *o.values[i]
+		switch {
+		case v == "":
+		case f.key != "":
+			if err := c.SetKey(f.key, v); err != nil {
+				return fmt.Errorf("%w: --%s: %w", errUsage, f.name, err)
+			}
+		default:
 			f.set(c, v)
 		}
 	}
+	return nil
 }
 
 // load reads --config (under the environment) and lays the flags over it.
@@ -136,8 +151,7 @@ func (o *overlay) load() (config.Config, error) {
 	if err != nil {
 		return c, err
 	}
-	o.apply(&c)
-	return c, nil
+	return c, o.apply(&c)
 }
 
 // parse parses the command's arguments and returns its configuration:

@@ -194,6 +194,20 @@ type Sink struct {
 	// IcebergCommitInterval: the Iceberg sink commits at most this often
 	// (each commit is a snapshot readers see).
 	IcebergCommitInterval time.Duration `yaml:"iceberg_commit_interval"`
+	// IcebergNamespace holds the tables (<namespace>.<Schema>); default
+	// "eventlogging".
+	IcebergNamespace string `yaml:"iceberg_namespace"`
+	// IcebergCatalogName is the catalog_name a SQL catalog's rows carry;
+	// default "eventlogging".
+	IcebergCatalogName string `yaml:"iceberg_catalog_name"`
+	// IcebergCompactEvery compacts the tables' finished hours after this
+	// many commits (60: hourly with a 1-minute interval); 0: the default,
+	// negative: never.
+	IcebergCompactEvery int `yaml:"iceberg_compact_every"`
+	// IcebergSnapshotRetention expires snapshots older than this after
+	// each compaction (time travel reaches this far back); 0: the default
+	// (7 days), negative: never.
+	IcebergSnapshotRetention time.Duration `yaml:"iceberg_snapshot_retention"`
 	// MetricsListen is the address of /metrics of `eventlogging sink`
 	// (--metrics-listen); empty: metrics.listen, else ":9102"; "off"
 	// disables it.
@@ -503,6 +517,8 @@ func Default() Config {
 			BatchTime:             5 * time.Second,
 			FileMaxAge:            DefaultFileMaxAge,
 			IcebergCommitInterval: time.Minute,
+			IcebergNamespace:      "eventlogging",
+			IcebergCatalogName:    "eventlogging",
 			Lateness:              time.Hour,
 		},
 		Metrics:   Metrics{LagInterval: 15 * time.Second},
@@ -610,6 +626,9 @@ func decodeStrict(file string, data []byte, c *Config) error {
 
 var validGroup = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
+// validIdent is an Iceberg namespace the engines take unquoted.
+var validIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
 // Validate reports the first problem with the configuration, naming the key.
 func (c *Config) Validate() error {
 	if _, err := c.Log.SlogLevel(); err != nil {
@@ -632,6 +651,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Sink.IcebergCatalog != "" && c.Sink.IcebergCommitInterval <= 0 {
 		return fmt.Errorf("config: sink.iceberg_commit_interval: %v, want a positive duration", c.Sink.IcebergCommitInterval)
+	}
+	if !validIdent.MatchString(c.Sink.IcebergNamespace) {
+		return fmt.Errorf("config: sink.iceberg_namespace: %q, want letters, digits and _ (e.g. eventlogging)", c.Sink.IcebergNamespace)
+	}
+	if c.Sink.IcebergCatalogName == "" {
+		return errors.New("config: sink.iceberg_catalog_name: empty, want a name (default eventlogging)")
 	}
 	if len(c.Kafka.Brokers) == 0 {
 		return errors.New("config: kafka.brokers: at least one broker address is required")
@@ -1009,6 +1034,29 @@ func validateFilesTarget(target string) error {
 	return nil
 }
 
+// SetKey sets the key named "section.key" (as in the file) from its text,
+// as an environment override would: for the command-line flags of keys
+// that are not text.
+func (c *Config) SetKey(name, value string) error {
+	section, key, _ := strings.Cut(name, ".")
+	root := reflect.ValueOf(c).Elem()
+	for i := range root.NumField() {
+		if root.Type().Field(i).Tag.Get("yaml") != section {
+			continue
+		}
+		sv := root.Field(i)
+		for j := range sv.NumField() {
+			if sv.Type().Field(j).Tag.Get("yaml") == key {
+				if err := setFromString(sv.Field(j), value); err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("no configuration key %s", name)
+}
+
 // applyEnv sets EVENTLOGGING_<SECTION>_<KEY> over the file's values, e.g.
 // EVENTLOGGING_KAFKA_BROKERS=a:9092,b:9092 or EVENTLOGGING_PROCESS_IP=drop.
 func applyEnv(c *Config, lookup func(string) (string, bool)) error {
@@ -1036,7 +1084,7 @@ func setFromString(f reflect.Value, s string) error {
 	case time.Duration:
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return err
+			return fmt.Errorf("%q is not a duration: write it with a unit, e.g. 5m, 30s or 1h30m", s)
 		}
 		f.SetInt(int64(d))
 		return nil

@@ -75,6 +75,7 @@ func (p *Purge) once(ctx context.Context) error {
 	}
 	if c.Sink.IcebergCatalog != "" {
 		s, err := icebergsink.Open(icebergsink.Config{Catalog: c.Sink.IcebergCatalog, Warehouse: c.Sink.IcebergWarehouse,
+			Namespace: c.Sink.IcebergNamespace, CatalogName: c.Sink.IcebergCatalogName,
 			Logger: p.d.Logger.With("component", "icebergsink")})
 		if err != nil {
 			return errors.Join(append(errs, err)...)

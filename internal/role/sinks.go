@@ -170,11 +170,15 @@ func openSinks(c config.Config, kc kafka.Config, log *slog.Logger, m *Metrics) (
 	}
 	if c.Sink.IcebergCatalog != "" {
 		icfg := icebergsink.Config{
-			Catalog:        c.Sink.IcebergCatalog,
-			Warehouse:      c.Sink.IcebergWarehouse,
-			CommitInterval: c.Sink.IcebergCommitInterval,
-			Schemas:        res,
-			Logger:         log.With("component", "icebergsink"),
+			Catalog:           c.Sink.IcebergCatalog,
+			Warehouse:         c.Sink.IcebergWarehouse,
+			CommitInterval:    c.Sink.IcebergCommitInterval,
+			Namespace:         c.Sink.IcebergNamespace,
+			CatalogName:       c.Sink.IcebergCatalogName,
+			CompactEvery:      c.Sink.IcebergCompactEvery,
+			SnapshotRetention: c.Sink.IcebergSnapshotRetention,
+			Schemas:           res,
+			Logger:            log.With("component", "icebergsink"),
 			// Rows count as published when a commit makes them visible.
 			Published: m.sink.Published("iceberg"),
 		}

@@ -64,6 +64,10 @@ var (
 		usage: "how often Iceberg tables are committed: rows are readable about this long after they arrive (sink.iceberg_commit_interval, default 1m)"}
 	flagIcebergNamespace = keyFlag{name: "iceberg-namespace", key: "sink.iceberg_namespace",
 		usage: "Iceberg namespace of the tables, <namespace>.<Schema> (sink.iceberg_namespace, default eventlogging)"}
+	flagIcebergCatalogName = keyFlag{name: "iceberg-catalog-name", key: "sink.iceberg_catalog_name",
+		usage: "catalog name a SQL catalog's rows carry, which readers must use (sink.iceberg_catalog_name, default eventlogging)"}
+	flagIcebergCompactEvery = keyFlag{name: "iceberg-compact-every", key: "sink.iceberg_compact_every",
+		usage: "compact the tables' finished hours every N commits; negative: never (sink.iceberg_compact_every, default 60)"}
 	flagSinkFormat = keyFlag{"format", "file format: parquet or jsonl.gz (sink.format, default parquet)",
 		func(c *config.Config, v string) { c.Sink.Format = v }, ""}
 	flagSinkMetricsListen = keyFlag{"metrics-listen", `address of /metrics (sink.metrics_listen, else metrics.listen, default :9102; "off" disables it)`,

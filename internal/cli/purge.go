@@ -14,7 +14,7 @@ func runPurge(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("purge", helpText("purge"), stderr)
 	o := newOverlay(fs, "configuration file (YAML), for sink.sql, sink.files and sink.iceberg_*",
 		flagSinkSQL.withUsage("SQL sink database: sqlite:PATH, mysql:DSN or postgres://…"),
-		flagSinkFiles.withUsage("file sink target: a directory, s3://… or hdfs://…"), flagIcebergCatalog, flagIcebergWarehouse, flagIcebergNamespace)
+		flagSinkFiles.withUsage("file sink target: a directory, s3://… or hdfs://…"), flagIcebergCatalog, flagIcebergWarehouse, flagIcebergNamespace, flagIcebergCatalogName)
 	policyPath := fs.String("policy", "", "retention policy file (YAML); required")
 	dryRun := fs.Bool("dry-run", false, "print what would be deleted or sanitised, change nothing")
 	every := fs.Duration("every", 0, "run at this interval until stopped (default: once)")

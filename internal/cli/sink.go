@@ -10,7 +10,7 @@ import (
 func runSink(ctx context.Context, args []string, e env) error {
 	stderr, log, rt := e.stderr, e.log, e.reload
 	fs := newFlagSet("sink", helpText("sink"), stderr)
-	o := newOverlay(fs, "", flagBrokers, flagSinkSQL, flagSinkFiles, flagSinkFilesStaging, flagSinkFormat, flagIcebergCatalog, flagIcebergWarehouse, flagIcebergCommitInterval, flagIcebergNamespace,
+	o := newOverlay(fs, "", flagBrokers, flagSinkSQL, flagSinkFiles, flagSinkFilesStaging, flagSinkFormat, flagIcebergCatalog, flagIcebergWarehouse, flagIcebergCommitInterval, flagIcebergNamespace, flagIcebergCatalogName, flagIcebergCompactEvery,
 		flagSchemas.withUsage("schema folder when no registry is configured (process.schemas_dir)"), flagSinkMetricsListen)
 	c, err := o.parse(args)
 	if err != nil {

@@ -16,7 +16,7 @@ func runStandalone(ctx context.Context, args []string, e env) error {
 		flagIntakeListen.withUsage("HTTP listen address (intake.listen; default "+standaloneListen+", loopback only: --listen :8080 for every interface)"),
 		flagDataDir, flagKafkaListen,
 		flagSinkFiles.withUsage("file sink target (sink.files, default DATA/files): a directory, s3://BUCKET/PREFIX?endpoint=…&region=…&use_path_style=true or hdfs://NAMENODE:PORT/PATH"),
-		flagSinkFilesStaging, flagIcebergCatalog, flagIcebergWarehouse, flagIcebergCommitInterval, flagIcebergNamespace)
+		flagSinkFilesStaging, flagIcebergCatalog, flagIcebergWarehouse, flagIcebergCommitInterval, flagIcebergNamespace, flagIcebergCatalogName, flagIcebergCompactEvery)
 	watch := watchFlag(fs)
 	c, err := o.parse(args, standaloneDefaults, func(c *config.Config) {
 		_, env := os.LookupEnv("EVENTLOGGING_INTAKE_LISTEN")

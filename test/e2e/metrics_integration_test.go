@@ -264,7 +264,7 @@ func TestMetricsListenTaken(t *testing.T) {
 	cmd := exec.CommandContext(t.Context(), binary(t), "process", "--kafka-brokers", brokers, "--schemas", "../../examples/schemas",
 		"--raw-topic", kafkatest.Topic(t, "raw"), "--group", kafkatest.Topic(t, "group"), "--metrics-listen", ln.Addr().String())
 	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "metrics listener") || !strings.Contains(string(out), "address already in use") {
+	if err == nil || !strings.Contains(string(out), "--metrics-listen "+ln.Addr().String()) || !strings.Contains(string(out), "address already in use") {
 		t.Fatalf("process with a taken --metrics-listen: err %v, output:\n%s", err, out)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"database/sql"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -33,13 +36,15 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/eventlogging/eventlogging/internal/kafkatest"
+	"github.com/eventlogging/eventlogging/internal/testsupport"
 )
 
 // The PHP client's Kafka transport (clients/php/src/Kafka): the Producer
 // against the standalone's embedded broker, the real broker and kfake
 // clusters with faults, TLS and SASL; EventLogging::logEvent over Kafka
 // through the processors; the Monolog handler's Avro records read back by
-// `eventlogging tail`. Each test runs PHP processes as a web server would.
+// `eventlogging tail` and Confluent's Python deserializer, and stored by
+// the sinks. Each test runs PHP processes as a web server would.
 
 const phpKafkaDriver = "../../clients/php/tests/kafka_driver.php"
 
@@ -844,9 +849,296 @@ func TestClientPHPKafkaMonologAvro(t *testing.T) {
 	t.Logf("Monolog → Avro (schema id %d) → tail: %d records equal; JSON channel: %s", reg.ID, len(wantRows), search[0].Value)
 }
 
-// avroFieldEqual compares a field printed by tail (json.Number for
-// numbers) with what was logged; a time is compared with the
-// timestamp-millis tail printed, as a number of milliseconds or RFC 3339.
+// phpBillingJSONSchema is the Event Platform schema /php/billing_log/1.0.0
+// of TestClientPHPKafkaMonologAvroStored's records: the sinks take a
+// record's table, columns and Parquet schema from its $schema.
+const phpBillingJSONSchema = `title: php/billing_log
+$schema: https://json-schema.org/draft/2020-12/schema
+type: object
+properties:
+  $schema: {type: string}
+  meta:
+    type: object
+    properties:
+      stream: {type: string}
+      id: {type: string}
+      dt: {type: string, format: date-time}
+    required: [stream, id, dt]
+  message: {type: string}
+  level: {type: string, enum: [DEBUG, INFO, NOTICE, WARNING, ERROR, CRITICAL, ALERT, EMERGENCY]}
+  amount: {type: number}
+  cents: {type: integer}
+  attempt: {type: integer}
+  retried: {type: boolean}
+  user: {type: string}
+  tags: {type: array, items: {type: string}}
+  timings: {type: object, additionalProperties: {type: integer}}
+  card:
+    type: object
+    properties:
+      brand: {type: string}
+      last4: {type: string}
+  at: {type: string, format: date-time}
+required: [$schema, meta, message, level, amount, cents, attempt, retried, tags, timings, at]
+`
+
+// phpBillingStoredAvsc is phpLogAvsc with the fields the sinks need of an
+// Avro record (docs/avro.md): _schema for $schema, and meta.
+var phpBillingStoredAvsc = strings.Replace(phpLogAvsc, `"fields": [`, `"fields": [
+  {"name": "_schema", "type": "string"},
+  {"name": "meta", "type": {"type": "record", "name": "Meta", "fields": [
+    {"name": "stream", "type": "string"}, {"name": "id", "type": "string"}, {"name": "dt", "type": "string"}]}},`, 1)
+
+// TestClientPHPKafkaMonologAvroStored: Monolog records through
+// EventLogging\Kafka\MonologHandler as Avro (the subject's schema in the
+// project's registry, a topic the standalone's sinks read,
+// eventlogging_php_billing) are decoded by Confluent's own Python
+// AvroDeserializer against the project's registry, and stored by the
+// sinks: the row in SQLite (table php_billing_log_1_0_0, from the
+// records' $schema) and in Parquet; every field equal to what was logged
+// in all three, nothing in the sink-error topic.
+func TestClientPHPKafkaMonologAvroStored(t *testing.T) {
+	php := phpBinary(t)
+	// startPHPStandalone's, kept to be stopped: a clean stop publishes
+	// the open Parquet files.
+	dataDir := filepath.Join(t.TempDir(), "data")
+	addr, broker := freeAddr(t), freeAddr(t)
+	base := "http://" + addr
+	sa := startService(t, "standalone", []string{"EVENTLOGGING_SINK_BATCH_TIME=200ms"}, "standalone", "--data-dir", dataDir,
+		"--listen", addr, "--kafka-listen", broker, "--schemas", "../../examples/schemas", "--streams", "../../examples/streams.yaml")
+	waitReady(t, base)
+	const (
+		topic     = "eventlogging_php_billing" // the sinks' default sink.topics, ^eventlogging_.+
+		subject   = topic + "-value"
+		schemaURI = "/php/billing_log/1.0.0"
+		table     = "php_billing_log_1_0_0"
+	)
+	createTopicN(t, []string{broker}, topic, 3)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "jsonschema", "php", "billing_log", "1.0.0.yaml")
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(phpBillingJSONSchema), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := runCLI(t, "schema", "push", dir, "--registry", base+"/registry"); !strings.Contains(out, "1 registered") {
+		t.Fatalf("schema push: %s", out)
+	}
+	body, _ := json.Marshal(map[string]string{"schema": phpBillingStoredAvsc, "schemaType": "AVRO"})
+	if status, answer := httpPost(t, base+"/registry/subjects/"+subject+"/versions", string(body)); status != http.StatusOK {
+		t.Fatalf("register %s: %d %s", subject, status, answer)
+	}
+
+	recv := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	ids := [2]string{"0b7e3a52-55a4-4f0e-9a3c-6f1d2c3b4a01", "0b7e3a52-55a4-4f0e-9a3c-6f1d2c3b4a02"}
+	meta := func(id string) map[string]any { return map[string]any{"stream": "php.billing", "id": id, "dt": recv} }
+	records := [][]any{
+		{"billing", "error", "card declined", map[string]any{"_schema": schemaURI, "meta": meta(ids[0]),
+			"message": "card declined", "level": "ERROR", "amount": 12.5, "cents": int64(9007199254740993), "attempt": 2, "retried": true,
+			"user": "u-17", "tags": []any{"eu", "visa"}, "timings": map[string]any{"gateway_ms": 2300, "db_ms": 4},
+			"card": map[string]any{"brand": "visa", "last4": "4242"}, "at": "@datetime:2026-03-01T10:20:30.456Z"}},
+		{"billing", "info", "payment ok", map[string]any{"_schema": schemaURI, "meta": meta(ids[1]),
+			"message": "payment ok", "level": "INFO", "amount": 3.0, "cents": 300, "attempt": 1, "retried": false,
+			"tags": []any{}, "timings": map[string]any{}, "at": "@datetime:2026-03-01T10:20:31Z"}},
+	}
+	o, _ := json.Marshal(map[string]any{
+		"handler": map[string]any{
+			"brokers":  []string{broker},
+			"topics":   map[string]string{"billing": topic},
+			"subjects": map[string]string{"billing": subject},
+			"registry": base + "/registry",
+			"kafka":    map[string]any{"timeout": 5.0},
+		},
+		"records": records,
+	})
+	out, _ := runPHP(t, php, phpKafkaDriver, "monolog", string(o))
+	var res phpKafkaResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	if !res.OK || len(res.Result.Records) != 2 || len(res.Reported) != 0 {
+		t.Fatalf("want one produce of 2 records: %s", out)
+	}
+	sent := time.Now()
+
+	// What was logged, in avroFieldEqual's terms (numbers as text).
+	at := [2]time.Time{time.Date(2026, 3, 1, 10, 20, 30, 456e6, time.UTC), time.Date(2026, 3, 1, 10, 20, 31, 0, time.UTC)}
+	logged := map[string]map[string]any{
+		"card declined": {"_schema": schemaURI, "meta": map[string]any{"stream": "php.billing", "id": ids[0], "dt": recv},
+			"message": "card declined", "level": "ERROR", "amount": "12.5", "cents": "9007199254740993", "attempt": "2", "retried": true,
+			"user": "u-17", "tags": []any{"eu", "visa"}, "timings": map[string]any{"gateway_ms": "2300", "db_ms": "4"},
+			"card": map[string]any{"brand": "visa", "last4": "4242"}, "at": at[0]},
+		"payment ok": {"_schema": schemaURI, "meta": map[string]any{"stream": "php.billing", "id": ids[1], "dt": recv},
+			"message": "payment ok", "level": "INFO", "amount": "3", "cents": "300", "attempt": "1", "retried": false,
+			"user": nil, "tags": []any{}, "timings": map[string]any{}, "card": nil, "at": at[1]},
+	}
+
+	t.Run("Confluent AvroDeserializer", func(t *testing.T) {
+		py := python(t)
+		cmd := exec.CommandContext(t.Context(), py, "../../scripts/interop/confluent_avro.py", "consume",
+			"--registry", base+"/registry", "--brokers", broker, "--topic", topic, "--count", "2", "--timeout", "60")
+		printed := output(t, cmd, "confluent_avro.py consume")
+		got := map[string]map[string]any{}
+		for line := range strings.SplitSeq(strings.TrimSpace(printed), "\n") {
+			var m map[string]any
+			d := json.NewDecoder(strings.NewReader(line))
+			d.UseNumber()
+			if err := d.Decode(&m); err != nil {
+				t.Fatalf("python printed %q: %v", line, err)
+			}
+			got[fmt.Sprint(m["message"])] = m
+		}
+		for msg, want := range logged {
+			g := got[msg]
+			if len(g) != len(want) {
+				t.Errorf("%q: Python decoded fields %v, want %v", msg, keysOf(g), keysOf(want))
+			}
+			for k, w := range want {
+				if !avroFieldEqual(g[k], w) {
+					t.Errorf("%q: Python decoded %s = %#v, want %#v", msg, k, g[k], w)
+				}
+			}
+		}
+		t.Logf("Confluent's AvroDeserializer (registry %s/registry): %s", base, strings.TrimSpace(printed))
+	})
+
+	// SQLite: the table of the $schema; every event column is a field
+	// (nested ones flattened, arrays and maps as JSON text), the capsule
+	// columns are meta's.
+	wantSQL := map[string]map[string]any{
+		"card declined": {"uuid": ids[0], "dt": recv, "schema": schemaURI, "event_$schema": schemaURI, "event_meta_stream": "php.billing",
+			"event_meta_id": ids[0], "event_meta_dt": recv, "event_meta": nil, "event_message": "card declined", "event_level": "ERROR",
+			"event_amount": 12.5, "event_cents": int64(9007199254740993), "event_attempt": int64(2), "event_retried": int64(1),
+			"event_user": "u-17", "event_tags": `["eu","visa"]`, "event_timings": `{"db_ms":4,"gateway_ms":2300}`,
+			"event_card_brand": "visa", "event_card_last4": "4242", "event_card": nil, "event_at": at[0]},
+		"payment ok": {"uuid": ids[1], "dt": recv, "schema": schemaURI, "event_$schema": schemaURI, "event_meta_stream": "php.billing",
+			"event_meta_id": ids[1], "event_meta_dt": recv, "event_meta": nil, "event_message": "payment ok", "event_level": "INFO",
+			"event_amount": 3.0, "event_cents": int64(300), "event_attempt": int64(1), "event_retried": int64(0),
+			"event_user": nil, "event_tags": `[]`, "event_timings": `{}`,
+			"event_card_brand": nil, "event_card_last4": nil, "event_card": nil, "event_at": at[1]},
+	}
+	db := openSQLite(t, filepath.Join(dataDir, "events.db"))
+	var sqlRows map[string]map[string]any
+	waitFor(t, 60*time.Second, "the Monolog records' rows in SQLite", func() bool {
+		rows, err := phpSQLRows(t, db, table)
+		sqlRows = rows
+		return err == nil && len(rows) == len(wantSQL)
+	})
+	inSQL := time.Since(sent)
+	for msg, want := range wantSQL {
+		row := sqlRows[msg]
+		for col, v := range row {
+			if _, ok := want[col]; !ok && strings.HasPrefix(col, "event_") {
+				t.Errorf("%q: SQLite column %s = %#v, not a logged field", msg, col, v)
+			}
+		}
+		for col, w := range want {
+			if !storedEqual(row[col], w) {
+				t.Errorf("%q: SQLite %s = %#v, want %#v", msg, col, row[col], w)
+			}
+		}
+	}
+
+	if n := countRecords(t, []string{broker}, "eventlogging_SinkError"); n != 0 {
+		t.Errorf("eventlogging_SinkError holds %d records", n)
+	}
+
+	// Parquet: the same records under the topic's folder, nested as
+	// logged, once a clean stop published the open file.
+	sa.stop(t)
+	pqDir := filepath.Join(dataDir, "files", topic)
+	pq := map[string]map[string]any{}
+	waitFor(t, 10*time.Second, "the Monolog records in Parquet", func() bool {
+		clear(pq)
+		err := testsupport.WalkParquet(pqDir, true, func(p string, pf *parquet.File) error {
+			rows, err := testsupport.ParquetRows(pf)
+			for _, r := range rows {
+				pq[fmt.Sprint(r["message"])] = r
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(pq) == len(logged)
+	})
+	inPQ := time.Since(sent)
+	wantPQ := map[string]map[string]any{
+		"card declined": {"$schema": schemaURI, "meta": map[string]any{"stream": "php.billing", "id": ids[0], "dt": recv},
+			"message": "card declined", "level": "ERROR", "amount": 12.5, "cents": int64(9007199254740993), "attempt": int64(2), "retried": true,
+			"user": "u-17", "tags": `["eu","visa"]`, "timings": `{"db_ms":4,"gateway_ms":2300}`,
+			"card": map[string]any{"brand": "visa", "last4": "4242"}, "at": at[0]},
+		"payment ok": {"$schema": schemaURI, "meta": map[string]any{"stream": "php.billing", "id": ids[1], "dt": recv},
+			"message": "payment ok", "level": "INFO", "amount": 3.0, "cents": int64(300), "attempt": int64(1), "retried": false,
+			"user": nil, "tags": `[]`, "timings": `{}`, "card": nil, "at": at[1]},
+	}
+	for msg, want := range wantPQ {
+		row := pq[msg]
+		if len(row) != len(want) {
+			t.Errorf("%q: Parquet columns %v, want %v", msg, keysOf(row), keysOf(want))
+		}
+		for col, w := range want {
+			if !storedEqual(row[col], w) {
+				t.Errorf("%q: Parquet %s = %#v, want %#v", msg, col, row[col], w)
+			}
+		}
+	}
+
+	t.Logf("Monolog → Avro (%s) → %s: %d records, every field equal in SQLite %s (after %v) and in Parquet (after the stop, %v)",
+		subject, topic, len(logged), table, inSQL.Round(time.Millisecond), inPQ.Round(time.Millisecond))
+}
+
+// phpSQLRows reads every row of table, by event_message, as column ->
+// value (text as string).
+func phpSQLRows(t *testing.T, db *sql.DB, table string) (map[string]map[string]any, error) {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), `SELECT * FROM "`+table+`"`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]any{}
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		row := map[string]any{}
+		for i, c := range cols {
+			if b, ok := vals[i].([]byte); ok {
+				vals[i] = string(b)
+			}
+			row[c] = vals[i]
+		}
+		out[fmt.Sprint(row["event_message"])] = row
+	}
+	return out, rows.Err()
+}
+
+// storedEqual compares a stored value with what was logged: a time with
+// RFC 3339 text of the same instant, anything else exactly.
+func storedEqual(got, want any) bool {
+	if w, ok := want.(time.Time); ok {
+		s, _ := got.(string)
+		g, err := time.Parse(time.RFC3339Nano, s)
+		return err == nil && g.Equal(w)
+	}
+	return reflect.DeepEqual(got, want)
+}
+
+// avroFieldEqual compares a field printed by tail or confluent_avro.py
+// (json.Number for numbers) with what was logged; a time is compared with
+// the timestamp-millis printed, as a number of milliseconds, RFC 3339, or
+// Python's str(datetime) ("2026-03-01 10:20:30.456000+00:00").
 func avroFieldEqual(got, want any) bool {
 	switch w := want.(type) {
 	case time.Time:
@@ -855,6 +1147,9 @@ func avroFieldEqual(got, want any) bool {
 			return g.String() == strconv.FormatInt(w.UnixMilli(), 10)
 		case string:
 			t, err := time.Parse(time.RFC3339Nano, g)
+			if err != nil {
+				t, err = time.Parse("2006-01-02 15:04:05.999999999-07:00", g)
+			}
 			return err == nil && t.Equal(w)
 		}
 		return false

@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/eventlogging/eventlogging/internal/kafka"
-	"github.com/eventlogging/eventlogging/internal/spool"
 )
 
 // TestDeliverConcurrentNeighbourRefused: two synchronous POSTs share the
@@ -22,18 +19,7 @@ import (
 // puts B inside A's linger; when the machine is slower than that, the
 // two do not share a batch and the test passes without testing.
 func TestDeliverConcurrentNeighbourRefused(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()
-	smallTopic(t, brokers, "raw", 2000)
-	q, err := spool.Open(t.TempDir(), spool.Config{MaxBytes: 16 << 20, MinFreeBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = q.Close() })
+	brokers, q := refusingKafka(t)
 	prod, err := kafka.NewProducer(kafka.ProducerConfig{Kafka: kafka.Config{Brokers: brokers}, SyncLinger: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/eventlogging/eventlogging/internal/kafka"
-	"github.com/eventlogging/eventlogging/internal/spool"
 )
 
 // TestEnqueueNeighboursOfRefusedRecord: beacons answered 204 (Enqueue)
@@ -20,18 +17,7 @@ import (
 // produces a refused batch's records one by one (found by review: the
 // callback dropped them all as permanent).
 func TestEnqueueNeighboursOfRefusedRecord(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()
-	smallTopic(t, brokers, "raw", 2000)
-	q, err := spool.Open(t.TempDir(), spool.Config{MaxBytes: 16 << 20, MinFreeBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = q.Close() })
+	brokers, q := refusingKafka(t)
 	prod, err := kafka.NewProducer(kafka.ProducerConfig{Kafka: kafka.Config{Brokers: brokers}})
 	if err != nil {
 		t.Fatal(err)

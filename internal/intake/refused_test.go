@@ -293,3 +293,23 @@ func TestReplayAfterTopicCreationFails(t *testing.T) {
 		t.Fatalf("spool holds %d records after %d topic creations, want 0 after at least 2", q.Len(), topics.calls.Load())
 	}
 }
+
+// refusingKafka starts kfake with a topic "raw" whose max.message.bytes is
+// 2,000 (Kafka refuses larger records for good) and opens a spool; it
+// returns the brokers and the spool, both closed when the test ends.
+func refusingKafka(t *testing.T) ([]string, *spool.Queue) {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	brokers := cluster.ListenAddrs()
+	smallTopic(t, brokers, "raw", 2000)
+	q, err := spool.Open(t.TempDir(), spool.Config{MaxBytes: 16 << 20, MinFreeBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	return brokers, q
+}

@@ -119,7 +119,7 @@ func TestAvroStreamSinks(t *testing.T) {
 	const table = "analytics_edit_funnel_1_0_0"
 	sqlRows := map[string]map[string]any{} // session token -> column -> value
 	waitFor(t, 90*time.Second, "both streams' rows in SQLite", func() bool {
-		rows, err := avroSQLRows(t, db, table)
+		rows, err := sqlRowsBy(t, db, table, "event_session_token")
 		if err != nil {
 			return false
 		}
@@ -247,9 +247,9 @@ func TestAvroStreamSinks(t *testing.T) {
 	}
 }
 
-// avroSQLRows reads every row of table, by event_session_token, as
+// sqlRowsBy reads every row of table, by the value of its column key, as
 // column -> value (strings for text).
-func avroSQLRows(t *testing.T, db *sql.DB, table string) (map[string]map[string]any, error) {
+func sqlRowsBy(t *testing.T, db *sql.DB, table, key string) (map[string]map[string]any, error) {
 	t.Helper()
 	rows, err := db.QueryContext(t.Context(), `SELECT * FROM "`+table+`"`)
 	if err != nil {
@@ -277,8 +277,7 @@ func avroSQLRows(t *testing.T, db *sql.DB, table string) (map[string]map[string]
 			}
 			row[c] = vals[i]
 		}
-		tok, _ := row["event_session_token"].(string)
-		out[tok] = row
+		out[fmt.Sprint(row[key])] = row
 	}
 	return out, rows.Err()
 }

@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"database/sql"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -1021,7 +1020,7 @@ func TestClientPHPKafkaMonologAvroStored(t *testing.T) {
 	db := openSQLite(t, filepath.Join(dataDir, "events.db"))
 	var sqlRows map[string]map[string]any
 	waitFor(t, 60*time.Second, "the Monolog records' rows in SQLite", func() bool {
-		rows, err := phpSQLRows(t, db, table)
+		rows, err := sqlRowsBy(t, db, table, "event_message")
 		sqlRows = rows
 		return err == nil && len(rows) == len(wantSQL)
 	})
@@ -1087,41 +1086,6 @@ func TestClientPHPKafkaMonologAvroStored(t *testing.T) {
 
 	t.Logf("Monolog → Avro (%s) → %s: %d records, every field equal in SQLite %s (after %v) and in Parquet (after the stop, %v)",
 		subject, topic, len(logged), table, inSQL.Round(time.Millisecond), inPQ.Round(time.Millisecond))
-}
-
-// phpSQLRows reads every row of table, by event_message, as column ->
-// value (text as string).
-func phpSQLRows(t *testing.T, db *sql.DB, table string) (map[string]map[string]any, error) {
-	t.Helper()
-	rows, err := db.QueryContext(t.Context(), `SELECT * FROM "`+table+`"`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]map[string]any{}
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		row := map[string]any{}
-		for i, c := range cols {
-			if b, ok := vals[i].([]byte); ok {
-				vals[i] = string(b)
-			}
-			row[c] = vals[i]
-		}
-		out[fmt.Sprint(row["event_message"])] = row
-	}
-	return out, rows.Err()
 }
 
 // storedEqual compares a stored value with what was logged: a time with

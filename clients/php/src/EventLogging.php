@@ -447,11 +447,26 @@ final class EventLogging
      */
     private static function post(string $url, string $body, array $opts): array
     {
+        return self::request('POST', $url, ['Content-Type: application/json'], $body, $opts);
+    }
+
+    /**
+     * One HTTP/1.1 request over a PHP stream, within one deadline: the
+     * intake's POSTs and the Kafka transport's schema registry reads
+     * (Kafka\AvroSerializer). Credentials in the URL are sent as Basic
+     * authentication. Internal to the client.
+     *
+     * @param list<string> $headers extra header lines, without CRLF
+     * @param array{timeout: float, connectTimeout: float, userAgent: string} $opts
+     * @return array{status: int, headers: array<string, string>, body: string}|array{error: string}
+     */
+    public static function request(string $method, string $url, array $headers, string $body, array $opts): array
+    {
         $deadline = hrtime(true) + (int) ($opts['timeout'] * 1e9);
         $left = static fn (): float => max(0.0, ($deadline - hrtime(true)) / 1e9);
         $u = parse_url($url);
         if (!is_array($u) || !isset($u['host']) || !in_array($u['scheme'] ?? '', ['http', 'https'], true)) {
-            return ['error' => "bad intake URL $url"];
+            return ['error' => "bad URL $url"];
         }
         $tls = $u['scheme'] === 'https';
         $port = $u['port'] ?? ($tls ? 443 : 80);
@@ -468,8 +483,14 @@ final class EventLogging
         try {
             stream_set_blocking($sock, false);
             $hostHeader = $host . (isset($u['port']) ? ':' . $u['port'] : '');
-            $req = "POST $target HTTP/1.1\r\nHost: $hostHeader\r\nContent-Type: application/json\r\n"
-                . 'Content-Length: ' . strlen($body) . "\r\nUser-Agent: {$opts['userAgent']}\r\nConnection: close\r\n\r\n" . $body;
+            if (isset($u['user'])) {
+                $headers[] = 'Authorization: Basic ' . base64_encode(rawurldecode($u['user']) . ':' . rawurldecode($u['pass'] ?? ''));
+            }
+            if ($method !== 'GET') {
+                $headers[] = 'Content-Length: ' . strlen($body);
+            }
+            $req = "$method $target HTTP/1.1\r\nHost: $hostHeader\r\n" . implode('', array_map(static fn (string $h): string => "$h\r\n", $headers))
+                . "User-Agent: {$opts['userAgent']}\r\nConnection: close\r\n\r\n" . $body;
             while ($req !== '') {
                 $t = $left();
                 $r = null;

@@ -4,6 +4,8 @@ declare(strict_types=1);
 
 namespace EventLogging\Kafka;
 
+use EventLogging\EventLogging;
+
 /**
  * Encodes values as Avro in the Confluent wire format (magic byte 0, the
  * schema's 4-byte big-endian id, Avro binary) with the latest schema of a
@@ -90,7 +92,9 @@ final class AvroSerializer
             return [$e['id'], $e['schema']];
         }
         $url = $this->opts['registry'] . '/subjects/' . rawurlencode($subject) . '/versions/latest';
-        $answer = Http::get($url, (float) $this->opts['timeout']);
+        $t = (float) $this->opts['timeout'];
+        $answer = EventLogging::request('GET', $url, ['Accept: application/vnd.schemaregistry.v1+json, application/json'], '',
+            ['timeout' => $t, 'connectTimeout' => $t, 'userAgent' => 'eventlogging-php-client/1']);
         if (isset($answer['error'])) {
             throw new KafkaException("schema registry: $subject: " . $answer['error']);
         }

@@ -346,10 +346,14 @@ func ensureTopicsOf(ctx context.Context, topics *Topics, batches [][]Message) (r
 	if topics == nil {
 		return nil, nil
 	}
+	// A batch holds up to MaxPollRecords outputs to as many topics as
+	// there are schemas: a set, not a scan of the names per record.
+	seen := map[string]bool{}
 	var names []string
 	for _, b := range batches {
 		for _, m := range b {
-			if !slices.Contains(names, m.Topic) {
+			if !seen[m.Topic] {
+				seen[m.Topic] = true
 				names = append(names, m.Topic)
 			}
 		}

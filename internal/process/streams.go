@@ -55,7 +55,7 @@ func (s *Stream) AdmitErr() error {
 	if s.Admit() {
 		return nil
 	}
-	return tooManyStreams(Stream{Name: s.regex, MaxStreams: s.names.max})
+	return tooManyStreams(s.regex, s.names.limit())
 }
 
 // Admit admits the stream's name to its regex stream's max_streams, once
@@ -73,9 +73,10 @@ func (s *Stream) Admit() bool {
 	return true
 }
 
-// tooManyStreams is LookupErr's error for a name past sp's max_streams.
-func tooManyStreams(s Stream) error {
-	return fmt.Errorf("%w: regex stream %s admits %d distinct stream names (max_streams), and has them", ErrTooManyStreams, s.Name, s.MaxStreams)
+// tooManyStreams is the error for a name past the max_streams of the
+// regex stream named regex.
+func tooManyStreams(regex string, maxStreams int) error {
+	return fmt.Errorf("%w: regex stream %s admits %d distinct stream names (max_streams), and has them", ErrTooManyStreams, regex, maxStreams)
 }
 
 // DefaultMaxStreams is Stream.MaxStreams' default.
@@ -151,6 +152,13 @@ func (n *nameSet) has(name string) (in, full bool) {
 	defer n.mu.Unlock()
 	_, in = n.names[name]
 	return in, len(n.names) >= n.max
+}
+
+// limit is the set's bound.
+func (n *nameSet) limit() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.max
 }
 
 // setMax changes the set's bound (names already in stay).
@@ -260,7 +268,7 @@ func (st *Streams) LookupErr(name string) (Stream, error) {
 				case in:
 					s.MetricLabel = name
 				case full:
-					return Stream{}, tooManyStreams(p.s)
+					return Stream{}, tooManyStreams(p.s.Name, p.s.MaxStreams)
 				default:
 					s.names, s.regex = p.names, p.s.Name // admitted by Admit, once an event of it is valid
 				}

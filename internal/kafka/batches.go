@@ -40,6 +40,12 @@ type BatchConfig struct {
 	// sink, overrides the group's committed ones). Partitions it leaves out
 	// resume from the committed offset.
 	StartOffsets func(ctx context.Context, assigned map[string][]int32) (map[string]map[int32]int64, error)
+	// Revoked, if set, is told of the partitions taken from this member,
+	// between batches: by a rebalance or as it leaves the group (lost
+	// false: nobody else consumes them before Revoked returns), or
+	// because its session expired (lost: another member may own them
+	// already).
+	Revoked func(ctx context.Context, revoked map[string][]int32, lost bool)
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -111,6 +117,16 @@ func ConsumeBatches(ctx context.Context, cfg BatchConfig, handle BatchHandler) e
 	// Rebalances are logged (which partitions came, went or were lost).
 	rl := rebalanceLog{log: log, group: cfg.Group}
 	opts = append(opts, kgo.OnPartitionsAssigned(rl.assigned), kgo.OnPartitionsRevoked(rl.revoked), kgo.OnPartitionsLost(rl.lost))
+	if cfg.Revoked != nil {
+		// Replace the hooks above: they log too.
+		opts = append(opts, kgo.OnPartitionsRevoked(func(ctx context.Context, c *kgo.Client, m map[string][]int32) {
+			rl.revoked(ctx, c, m)
+			cfg.Revoked(ctx, m, false)
+		}), kgo.OnPartitionsLost(func(ctx context.Context, c *kgo.Client, m map[string][]int32) {
+			rl.lost(ctx, c, m)
+			cfg.Revoked(ctx, m, true)
+		}))
+	}
 	// startErr stops the loop: resuming from the committed offsets instead
 	// of the sink's own could leave a gap.
 	var startErr atomic.Pointer[error]

@@ -52,11 +52,57 @@ func (d *Dir) write(key string, r io.Reader) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+hdfsTmp)
+	tmp, err := tmpName(p)
+	if err != nil {
+		return err
+	}
 	if err := writeLocal(tmp, r); err != nil {
+		_ = os.Remove(tmp)
 		return err
 	}
 	return os.Rename(tmp, p)
+}
+
+// GetVersion implements Store: the version is a hash of the content.
+func (d *Dir) GetVersion(ctx context.Context, key string) ([]byte, string, error) {
+	b, err := d.Get(ctx, key)
+	if err != nil {
+		return nil, "", err
+	}
+	return b, contentVersion(b), nil
+}
+
+// PutIf implements Store: the comparison and the write hold the key's
+// lock file (flock, so processes sharing the directory exclude each other
+// too).
+func (d *Dir) PutIf(ctx context.Context, key string, b []byte, match string) (string, error) {
+	p, err := d.abs(key)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := lockFile(lockName(p))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	cur, err := d.Get(ctx, key)
+	switch {
+	case IsNotExist(err):
+		if match != "" {
+			return "", preconditionFailed(d.String(), key)
+		}
+	case err != nil:
+		return "", err
+	case match == "" || contentVersion(cur) != match:
+		return "", preconditionFailed(d.String(), key)
+	}
+	if err := d.Put(ctx, key, b); err != nil {
+		return "", err
+	}
+	return contentVersion(b), nil
 }
 
 // Put implements Store.
@@ -143,7 +189,7 @@ func (d *Dir) list(prefix string, tmp bool) ([]Object, error) {
 			return err
 		}
 		key := filepath.ToSlash(rel)
-		if !strings.HasPrefix(key, prefix) || strings.HasSuffix(key, hdfsTmp) != tmp {
+		if !strings.HasPrefix(key, prefix) || strings.HasSuffix(key, hdfsTmp) != tmp || strings.HasSuffix(key, lockSuffix) {
 			return nil
 		}
 		fi, err := e.Info()
@@ -160,18 +206,24 @@ func (d *Dir) list(prefix string, tmp bool) ([]Object, error) {
 // List implements Store.
 func (d *Dir) List(_ context.Context, prefix string) ([]Object, error) { return d.list(prefix, false) }
 
-// AbortUploads deletes the hidden temp files of unfinished writes.
-func (d *Dir) AbortUploads(_ context.Context) (int, error) {
+// AbortUploads deletes the hidden temp files of unfinished writes whose
+// key match accepts.
+func (d *Dir) AbortUploads(_ context.Context, match func(key string) bool) (int, error) {
 	tmps, err := d.list("", true)
 	if err != nil {
 		return 0, err
 	}
-	for i, o := range tmps {
-		if err := os.Remove(filepath.Join(d.root, filepath.FromSlash(o.Key))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return i, err
+	n := 0
+	for _, o := range tmps {
+		if k, ok := uploadKey(o.Key); !ok || !match(k) {
+			continue
 		}
+		if err := os.Remove(filepath.Join(d.root, filepath.FromSlash(o.Key))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return n, err
+		}
+		n++
 	}
-	return len(tmps), nil
+	return n, nil
 }
 
 // Check writes and deletes a probe file.

@@ -121,7 +121,7 @@ func (h *hdfsStore) do(ctx context.Context, fn func(c *hdfs.Client) error) error
 // isFSAnswer reports whether err is the file system's answer (not found,
 // exists, permission) rather than a broken connection.
 func isFSAnswer(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrPermission)
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, ErrPrecondition)
 }
 
 func (h *hdfsStore) abs(key string) (string, error) {
@@ -186,6 +186,95 @@ func (h *hdfsStore) Put(ctx context.Context, key string, b []byte) error {
 
 func (h *hdfsStore) PutFile(ctx context.Context, key, p string) error {
 	return h.write(ctx, key, func() (io.ReadCloser, error) { return os.Open(p) })
+}
+
+// GetVersion implements Store: the version is a hash of the content.
+func (h *hdfsStore) GetVersion(ctx context.Context, key string) ([]byte, string, error) {
+	b, err := h.Get(ctx, key)
+	if err != nil {
+		return nil, "", err
+	}
+	return b, contentVersion(b), nil
+}
+
+// PutIf implements Store: under the key's lock file (created exclusively:
+// HDFS refuses a create without overwrite of a file that exists), the
+// current content's hash is compared with match and the new content is
+// written under a hidden name and renamed over the key.
+func (h *hdfsStore) PutIf(ctx context.Context, key string, b []byte, match string) (string, error) {
+	p, err := h.abs(key)
+	if err != nil {
+		return "", err
+	}
+	tmp, err := tmpName(p)
+	if err != nil {
+		return "", err
+	}
+	lock := lockName(p)
+	err = h.do(ctx, func(c *hdfs.Client) error {
+		if err := c.MkdirAll(path.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := lockHDFS(ctx, c, lock); err != nil {
+			return err
+		}
+		defer func() { _ = c.Remove(lock) }()
+		cur, err := c.ReadFile(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if match != "" {
+				return preconditionFailed(h.target, key)
+			}
+		case err != nil:
+			return err
+		case match == "" || contentVersion(cur) != match:
+			return preconditionFailed(h.target, key)
+		}
+		w, err := c.Create(tmp)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			_ = w.Close()
+			_ = c.Remove(tmp)
+			return err
+		}
+		if err := closeWriter(w); err != nil {
+			_ = c.Remove(tmp)
+			return err
+		}
+		return c.Rename(tmp, p)
+	})
+	if err != nil {
+		if errors.Is(err, ErrPrecondition) {
+			return "", err
+		}
+		return "", fmt.Errorf("hdfs put %s: %w", p, err)
+	}
+	return contentVersion(b), nil
+}
+
+// lockHDFS creates the lock file exclusively, waiting while another writer
+// holds it, and removing one older than lockStale.
+func lockHDFS(ctx context.Context, c *hdfs.Client, lock string) error {
+	for {
+		w, err := c.Create(lock)
+		if err == nil {
+			return closeWriter(w)
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if fi, err := c.Stat(lock); err == nil && time.Since(fi.ModTime()) > lockStale {
+			_ = c.Remove(lock)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("lock %s held by another writer: %w", lock, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func (h *hdfsStore) Get(ctx context.Context, key string) ([]byte, error) {
@@ -282,7 +371,7 @@ func (h *hdfsStore) walk(ctx context.Context, prefix string, tmp bool) ([]Object
 				return nil
 			}
 			key := strings.TrimPrefix(strings.TrimPrefix(p, h.root), "/")
-			if !strings.HasPrefix(key, prefix) || strings.HasSuffix(fi.Name(), hdfsTmp) != tmp {
+			if !strings.HasPrefix(key, prefix) || strings.HasSuffix(fi.Name(), hdfsTmp) != tmp || strings.HasSuffix(fi.Name(), lockSuffix) {
 				return nil
 			}
 			out = append(out, Object{Key: key, Size: fi.Size()})
@@ -304,18 +393,23 @@ func (h *hdfsStore) List(ctx context.Context, prefix string) ([]Object, error) {
 	return h.walk(ctx, prefix, false)
 }
 
-func (h *hdfsStore) AbortUploads(ctx context.Context) (int, error) {
+func (h *hdfsStore) AbortUploads(ctx context.Context, match func(key string) bool) (int, error) {
 	tmps, err := h.walk(ctx, "", true)
 	if err != nil {
 		return 0, err
 	}
-	for i, o := range tmps {
+	n := 0
+	for _, o := range tmps {
+		if k, ok := uploadKey(o.Key); !ok || !match(k) {
+			continue
+		}
 		p := h.root + "/" + o.Key
 		if err := h.do(ctx, func(c *hdfs.Client) error { return c.Remove(p) }); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return i, fmt.Errorf("hdfs delete %s: %w", p, err)
+			return n, fmt.Errorf("hdfs delete %s: %w", p, err)
 		}
+		n++
 	}
-	return len(tmps), nil
+	return n, nil
 }
 
 func (h *hdfsStore) Check(ctx context.Context) error {

@@ -46,11 +46,25 @@ type Store interface {
 	// List returns every object whose key starts with prefix, sorted by
 	// key. Hidden temporary objects of unfinished writes are not listed.
 	List(ctx context.Context, prefix string) ([]Object, error)
-	// AbortUploads cancels the unfinished uploads a killed writer left
-	// under the store's prefix (S3 multipart uploads, HDFS hidden temp
-	// files) and returns how many. Only the one writer of a prefix may
-	// call it, at start-up.
-	AbortUploads(ctx context.Context) (int, error)
+	// GetVersion returns an object's content and its version, an opaque
+	// token for PutIf (S3: the ETag; HDFS and Dir: a hash of the content);
+	// an error wrapping ErrNotExist when there is none.
+	GetVersion(ctx context.Context, key string) (b []byte, version string, err error)
+	// PutIf stores b under key only if the object is still at version
+	// match ("": only if there is no object), the check and the write one
+	// atomic step for every writer that uses PutIf on that key, and returns
+	// the new version. When the object changed it returns an error
+	// wrapping ErrPrecondition and writes nothing. It is the fence of a
+	// store shared by several writers (S3: PutObject with If-Match or
+	// If-None-Match; HDFS and Dir: under a lock file created exclusively).
+	PutIf(ctx context.Context, key string, b []byte, match string) (version string, err error)
+	// AbortUploads cancels the unfinished uploads under the store's
+	// prefix whose key match accepts (S3 multipart uploads, HDFS hidden
+	// temp files; match gets the key the upload would have created) and
+	// returns how many. A writer aborts only uploads it owns: those of the
+	// keys of partitions it was just given, whose previous writer is
+	// fenced off.
+	AbortUploads(ctx context.Context, match func(key string) bool) (int, error)
 	// Check verifies at start-up that the store is reachable with the
 	// configured credentials and that its bucket or directory can be
 	// written, with an error an operator can act on.
@@ -63,6 +77,10 @@ type Store interface {
 
 // ErrNotExist is wrapped by Get and GetFile for a missing key.
 var ErrNotExist = fs.ErrNotExist
+
+// ErrPrecondition is wrapped by PutIf's error when the object is not at
+// the version it was given: another writer changed it.
+var ErrPrecondition = errors.New("the object changed since it was read (another writer)")
 
 // IsRemote reports whether target names a distributed store (s3:// or
 // hdfs://) rather than a local directory (a path or file://).

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,6 +83,76 @@ func contract(t *testing.T, st objstore.Store) {
 	if err := st.Put(ctx, "../escape", nil); err == nil {
 		t.Fatal(`a key with ".." was accepted`)
 	}
+	fence(t, st)
+}
+
+// fence checks PutIf, the compare-and-swap the file sink fences its
+// writers with: a put at a stale version or of an existing key as new is
+// refused and writes nothing, and of many writers racing from one version
+// exactly one wins, every round.
+func fence(t *testing.T, st objstore.Store) {
+	ctx := t.Context()
+	const key = "_filesink/manifests/t/0.json"
+	if _, err := st.PutIf(ctx, key, []byte("m1"), "stale"); !errors.Is(err, objstore.ErrPrecondition) {
+		t.Fatalf("PutIf of a missing key at a version: %v, want ErrPrecondition", err)
+	}
+	v1, err := st.PutIf(ctx, key, []byte("m1"), "")
+	if err != nil || v1 == "" {
+		t.Fatalf("PutIf of a new key = %q, %v", v1, err)
+	}
+	if _, err := st.PutIf(ctx, key, []byte("m1'"), ""); !errors.Is(err, objstore.ErrPrecondition) {
+		t.Fatalf("PutIf as new of an existing key: %v, want ErrPrecondition", err)
+	}
+	b, v, err := st.GetVersion(ctx, key)
+	if err != nil || string(b) != "m1" || v != v1 {
+		t.Fatalf("GetVersion = %q, %q, %v; want m1 at %q", b, v, err, v1)
+	}
+	v2, err := st.PutIf(ctx, key, []byte("m2"), v1)
+	if err != nil || v2 == v1 {
+		t.Fatalf("PutIf at the current version = %q, %v", v2, err)
+	}
+	if _, err := st.PutIf(ctx, key, []byte("m3"), v1); !errors.Is(err, objstore.ErrPrecondition) {
+		t.Fatalf("PutIf at a stale version: %v, want ErrPrecondition", err)
+	}
+	if b, _ := st.Get(ctx, key); string(b) != "m2" {
+		t.Fatalf("after a refused PutIf the object is %q, want m2", b)
+	}
+	if _, _, err := st.GetVersion(ctx, "none"); !errors.Is(err, objstore.ErrNotExist) {
+		t.Fatalf("GetVersion of a missing key: %v, want ErrNotExist", err)
+	}
+	cur := v2
+	for round := range 5 {
+		const writers = 4
+		wins := make(chan string, writers)
+		errs := make(chan error, writers)
+		for w := range writers {
+			go func() {
+				v, err := st.PutIf(ctx, key, fmt.Appendf(nil, "round %d writer %d", round, w), cur)
+				if err == nil {
+					wins <- v
+				} else if !errors.Is(err, objstore.ErrPrecondition) {
+					errs <- err
+					return
+				}
+				errs <- nil
+			}()
+		}
+		for range writers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(wins) != 1 {
+			t.Fatalf("round %d: %d of %d writers racing from one version won, want exactly 1", round, len(wins), writers)
+		}
+		cur = <-wins
+		if _, v, _ := st.GetVersion(ctx, key); v != cur {
+			t.Fatalf("round %d: the winner's version %q is not the object's %q", round, cur, v)
+		}
+	}
+	if objs, _ := st.List(ctx, "_filesink/"); len(objs) != 1 || objs[0].Key != key {
+		t.Fatalf("List(_filesink/) = %+v, want the manifest only (no lock or temp files)", objs)
+	}
 }
 
 func TestDir(t *testing.T) {
@@ -123,7 +194,7 @@ func TestS3AbortUploads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	n, err := st.AbortUploads(t.Context())
+	n, err := st.AbortUploads(t.Context(), func(string) bool { return true })
 	if err != nil || n != 2 {
 		t.Fatalf("AbortUploads = %d, %v; want the 2 under the prefix", n, err)
 	}
@@ -156,7 +227,10 @@ func TestHDFS(t *testing.T) {
 	if objs, _ := st.List(t.Context(), "a/"); len(objs) != 1 {
 		t.Fatalf("List(a/) = %+v, want only a/1.json", objs)
 	}
-	if n, err := st.AbortUploads(t.Context()); n != 1 || err != nil {
+	if n, err := st.AbortUploads(t.Context(), func(k string) bool { return k == "b/1.json" }); n != 0 || err != nil {
+		t.Fatalf("AbortUploads of another key = %d, %v; want 0", n, err)
+	}
+	if n, err := st.AbortUploads(t.Context(), func(k string) bool { return k == "a/1.json" }); n != 1 || err != nil {
 		t.Fatalf("AbortUploads = %d, %v; want 1", n, err)
 	}
 }

@@ -130,6 +130,54 @@ func (s *s3Store) Put(ctx context.Context, key string, b []byte) error {
 	return nil
 }
 
+// GetVersion implements Store: the version is the ETag.
+func (s *s3Store) GetVersion(ctx context.Context, key string) ([]byte, string, error) {
+	k, err := s.key(key)
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := s.c.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: k})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, "", notExist(key)
+		}
+		return nil, "", s.wrap("get", key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, "", s.wrap("get", key, err)
+	}
+	return b, aws.ToString(out.ETag), nil
+}
+
+// PutIf implements Store with a conditional PutObject: If-Match the ETag,
+// or If-None-Match "*" for an object that must not exist yet.
+func (s *s3Store) PutIf(ctx context.Context, key string, b []byte, match string) (string, error) {
+	k, err := s.key(key)
+	if err != nil {
+		return "", err
+	}
+	in := &s3.PutObjectInput{Bucket: &s.bucket, Key: k, Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b)))}
+	if match == "" {
+		in.IfNoneMatch = aws.String("*")
+	} else {
+		in.IfMatch = aws.String(match)
+	}
+	out, err := s.c.PutObject(ctx, in)
+	if err != nil {
+		// If-Match of a key that is gone is answered 404.
+		if isS3Precondition(err) || (match != "" && isNotFound(err)) {
+			return "", fmt.Errorf("%w: %w", ErrPrecondition, s.wrap("put", key, err))
+		}
+		return "", s.wrap("put", key, err)
+	}
+	if out.ETag == nil {
+		return "", s.wrap("put", key, errors.New("the store answered without an ETag: it cannot fence writers"))
+	}
+	return aws.ToString(out.ETag), nil
+}
+
 func (s *s3Store) PutFile(ctx context.Context, key, p string) error {
 	k, err := s.key(key)
 	if err != nil {
@@ -272,7 +320,7 @@ func (s *s3Store) List(ctx context.Context, prefix string) ([]Object, error) {
 	return out, nil
 }
 
-func (s *s3Store) AbortUploads(ctx context.Context) (int, error) {
+func (s *s3Store) AbortUploads(ctx context.Context, match func(key string) bool) (int, error) {
 	n := 0
 	in := &s3.ListMultipartUploadsInput{Bucket: &s.bucket, Prefix: aws.String(s.prefix)}
 	for {
@@ -281,6 +329,9 @@ func (s *s3Store) AbortUploads(ctx context.Context) (int, error) {
 			return n, s.wrap("list multipart uploads", "", err)
 		}
 		for _, up := range out.Uploads {
+			if !match(strings.TrimPrefix(aws.ToString(up.Key), s.prefix)) {
+				continue
+			}
 			_, err := s.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: up.Key, UploadId: up.UploadId})
 			if err != nil && !isNoSuchUpload(err) {
 				return n, s.wrap("abort multipart upload", path.Base(aws.ToString(up.Key)), err)

@@ -117,6 +117,9 @@ func Run(ctx context.Context, cfg Config, s Sink) error {
 	if r, ok := s.(Resumer); ok {
 		bc.StartOffsets = r.StartOffsets
 	}
+	if r, ok := s.(Revoker); ok {
+		bc.Revoked = r.Revoked
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var fatal error // set by the maintainer before it stops the run

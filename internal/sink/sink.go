@@ -47,6 +47,18 @@ type Resumer interface {
 	StartOffsets(ctx context.Context, assigned map[string][]int32) (map[string]map[int32]int64, error)
 }
 
+// Revoker is a Sink told when partitions are taken from it (the file sink
+// on a shared store publishes a revoked partition's open files, and drops
+// a lost one's: its new owner consumes those records again from the last
+// checkpoint).
+type Revoker interface {
+	// Revoked is called between batches with the partitions revoked by a
+	// rebalance or as the member leaves the group (lost false: nobody
+	// consumes them before Revoked returns), or lost with the session
+	// (lost true: another member may own them already).
+	Revoked(ctx context.Context, revoked map[string][]int32, lost bool)
+}
+
 // Maintainer is a Sink with work to do on a timer besides writing (the
 // file sink publishes old files and closes hours).
 type Maintainer interface {

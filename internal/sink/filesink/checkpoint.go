@@ -44,6 +44,13 @@ type manifest struct {
 	// Pending is a checkpoint being uploaded to a distributed store (see
 	// remote.go); never set in a local root.
 	Pending *pendingCheckpoint `json:"pending,omitempty"`
+	// Writer is the sink that owns the partition in a distributed store,
+	// at the epoch of its claim (see remote.go); never set in a local root.
+	Writer *writerMark `json:"writer,omitempty"`
+	// Fenced are the files of a fenced-off writer's checkpoint that its
+	// successor rolled back and deletes again until they expire (the
+	// fenced writer may still be uploading them).
+	Fenced []fencedFile `json:"fenced,omitempty"`
 }
 
 // manifestEntry is one file of a checkpoint.

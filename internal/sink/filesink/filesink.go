@@ -203,8 +203,20 @@ type partState struct {
 	// publishing is a checkpoint still being uploaded to the store (a
 	// distributed target only).
 	publishing *remotePub
-	watermark  time.Time // greatest receive time seen
-	seenAt     time.Time // wall time of the last record or of the assignment
+	// The fence of a distributed store (see claim): the version of the
+	// partition's manifest this sink wrote last and the epoch of its
+	// claim; claimed is false before a claim and after a revocation;
+	// fenced is set once another sink's claim refused a manifest write
+	// (the partition's records are skipped until it is assigned again).
+	version string
+	epoch   int64
+	claimed bool
+	fenced  bool
+	// tomb are files of a fenced-off writer to delete again (manifest's
+	// Fenced).
+	tomb      []fencedFile
+	watermark time.Time // greatest receive time seen
+	seenAt    time.Time // wall time of the last record or of the assignment
 }
 
 // fileKey identifies one open file of a partition.
@@ -359,6 +371,19 @@ func (s *Sink) StartOffsets(ctx context.Context, assigned map[string][]int32) (m
 			if err := retryStore(ctx, func() error { return s.checkpoint(st) }); err != nil {
 				return nil, s.fail(err)
 			}
+			if s.store != nil {
+				// Claim it: the manifest decides where it resumes, and
+				// whoever wrote it before is fenced off.
+				s.dropPart(st)
+				err := retryStore(ctx, func() error {
+					cctx, cancel := storeCtx()
+					defer cancel()
+					return s.claim(cctx, st, false)
+				})
+				if err != nil {
+					return nil, s.fail(err)
+				}
+			}
 			st.seenAt = now
 			out[topic][p] = st.published + 1
 		}
@@ -403,6 +428,9 @@ func (s *Sink) Write(ctx context.Context, batch []kafka.Record) (Result, error) 
 	for i := range batch {
 		r := &batch[i]
 		st := s.part(tp{r.Topic, r.Partition})
+		if st.fenced {
+			continue // another sink writes it now
+		}
 		if r.Offset <= st.last {
 			if p, ok := st.pendingAt(r.Offset); ok {
 				res.Poison = append(res.Poison, p)
@@ -511,6 +539,7 @@ var (
 	_ sink.Resumer      = (*Sink)(nil)
 	_ sink.Maintainer   = (*Sink)(nil)
 	_ sink.Acknowledger = (*Sink)(nil)
+	_ sink.Revoker      = (*Sink)(nil)
 )
 
 // fatal marks an error wrapping ErrBroken as fatal to the runner.

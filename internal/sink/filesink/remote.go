@@ -44,6 +44,32 @@ import (
 // published object, and no object holds a record above it. Multipart
 // uploads a killed process left are aborted at Open.
 //
+// Several sinks may share one store (two hosts running the same unit, a
+// second `eventlogging sink` by hand, a consumer group of several): each
+// partition has one writer at a time, and the store enforces it. A sink
+// claims a partition when Kafka assigns it (StartOffsets): it reads the
+// manifest with its version, resolves a checkpoint the previous writer left
+// pending, and writes the manifest back naming itself as writer at the next
+// epoch, with a conditional write (objstore's PutIf: S3 If-Match or
+// If-None-Match; HDFS and Dir under a lock file created exclusively). Every
+// later manifest write of the partition (steps 2 and 4) is conditional on
+// the version this sink wrote last, so another sink's claim fences this one
+// off: its next step 2 is refused before anything is uploaded, or its step
+// 4 after; it then drops what it holds of the partition and skips its
+// records until Kafka assigns it again (the new writer consumes them from
+// the manifest's last_offset). It resumes from the manifest read at the
+// claim, never from offsets loaded earlier.
+//
+// A fenced writer may have been uploading when its successor rolled its
+// pending checkpoint back: the successor deletes those files at the claim
+// and keeps their keys in the manifest (Fenced), deleting them again after
+// each of its own checkpoints for fenceGrace (a fenced upload ends within
+// storeTimeout), unless it publishes the same key itself (the same name is
+// the same records). A revoked partition's files are published first when
+// the rebalance allows (nobody consumes it before), dropped when the
+// session was lost. Unfinished uploads are aborted only for the partitions
+// a sink claims.
+//
 // A store that fails (unreachable, throttling) does not break the sink: the
 // checkpoint stays pending in memory, Write and CloseHours return the
 // error (the runner retries the batch with backoff, so nothing more is
@@ -58,6 +84,30 @@ func (e *storeError) Unwrap() error { return e.err }
 
 // storeTimeout bounds one call to the store (an upload is one call).
 const storeTimeout = 5 * time.Minute
+
+// fenceGrace is how long a rolled-back file of a fenced writer is deleted
+// again: longer than an upload it may have had in flight.
+const fenceGrace = 2 * storeTimeout
+
+// claimAttempts bounds a claim's rounds of read and conditional write when
+// other sinks keep changing the manifest.
+const claimAttempts = 10
+
+// errFenced is returned inside a checkpoint when another sink's claim
+// refused its manifest write: the partition was dropped, not published.
+var errFenced = errors.New("partition fenced off by another sink")
+
+// writerMark names a partition's writer in its manifest.
+type writerMark struct {
+	ID    string `json:"id"`    // the sink's nonce, one per process
+	Epoch int64  `json:"epoch"` // raised by every claim
+}
+
+// fencedFile is a rolled-back file of a fenced-off writer.
+type fencedFile struct {
+	Key   string    `json:"key"`
+	Until time.Time `json:"until"`
+}
 
 // remotePub is a checkpoint of a partition being published to the store.
 type remotePub struct {
@@ -109,6 +159,19 @@ func storeCtx() (context.Context, context.CancelFunc) {
 // checkpointRemote publishes a partition's files to the store, first
 // finishing a checkpoint left pending by a failed call.
 func (s *Sink) checkpointRemote(st *partState) error {
+	err := s.publishFenced(st)
+	if errors.Is(err, errFenced) {
+		return nil // dropped; its new writer publishes its records
+	}
+	return err
+}
+
+// publishFenced is checkpointRemote; errFenced means the partition was
+// dropped.
+func (s *Sink) publishFenced(st *partState) error {
+	if st.fenced {
+		return errFenced
+	}
 	if st.publishing != nil {
 		if err := s.publishRemote(st); err != nil {
 			return err
@@ -116,6 +179,17 @@ func (s *Sink) checkpointRemote(st *partState) error {
 	}
 	if len(st.files) == 0 && st.last == st.published {
 		return nil
+	}
+	if !st.claimed {
+		// Written without an assignment (StartOffsets), or with files a
+		// claim at Open found: claim now, refusing a manifest that moved
+		// since Open.
+		ctx, cancel := storeCtx()
+		err := s.claim(ctx, st, true)
+		cancel()
+		if err != nil {
+			return err
+		}
 	}
 	files := make([]*openFile, 0, len(st.files))
 	for _, f := range st.files {
@@ -152,6 +226,11 @@ func (s *Sink) checkpointRemote(st *partState) error {
 		}
 	}
 	pub.m.Pending = pend
+	// A key this sink publishes is its own, even if a fenced writer
+	// uploaded it too (the same name holds the same records).
+	st.tomb = slices.DeleteFunc(st.tomb, func(t fencedFile) bool {
+		return slices.ContainsFunc(pend.Files, func(e manifestEntry) bool { return e.Final == t.Key })
+	})
 	// The files are the checkpoint's now.
 	s.releaseFiles(st)
 	st.publishing = pub
@@ -169,7 +248,7 @@ func (s *Sink) publishRemote(st *partState) error {
 		if err := s.noteHours(st.topic, pub.files); err != nil {
 			return err
 		}
-		if err := s.putManifest(&pub.m); err != nil {
+		if err := s.putManifest(st, &pub.m); err != nil {
 			return err
 		}
 		pub.put = true
@@ -192,12 +271,13 @@ func (s *Sink) publishRemote(st *partState) error {
 	}
 	done := manifest{Version: 1, Topic: st.topic, Partition: st.partition, LastOffset: pub.m.Pending.LastOffset,
 		Files: pub.m.Pending.Files, Written: s.cfg.Now().UTC()}
-	if err := s.putManifest(&done); err != nil {
+	if err := s.putManifest(st, &done); err != nil {
 		return err
 	}
 	if err := s.hookAt(pointPublished); err != nil {
 		return err
 	}
+	s.sweepFenced(st)
 	for _, e := range done.Files {
 		if err := os.Remove(s.abs(e.Tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("cannot delete uploaded temp file; the next Open does", "file", e.Tmp, "err", err)
@@ -209,24 +289,226 @@ func (s *Sink) publishRemote(st *partState) error {
 	return nil
 }
 
-// putManifest writes a partition's manifest to the store.
-func (s *Sink) putManifest(m *manifest) error {
+// putManifest writes st's manifest to the store if it is still the
+// version this sink wrote last; errFenced (the partition dropped) when
+// another sink claimed it since.
+func (s *Sink) putManifest(st *partState, m *manifest) error {
 	m.Written = s.cfg.Now().UTC()
+	m.Writer = &writerMark{ID: s.nonce, Epoch: st.epoch}
+	m.Fenced = st.tomb
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
 	ctx, cancel := storeCtx()
 	defer cancel()
-	if err := s.store.Put(ctx, manifestPath(m.Topic, m.Partition), append(b, '\n')); err != nil {
+	v, err := s.store.PutIf(ctx, manifestPath(m.Topic, m.Partition), append(b, '\n'), st.version)
+	if errors.Is(err, objstore.ErrPrecondition) {
+		s.fenceOff(st, err)
+		return errFenced
+	}
+	if err != nil {
 		return &storeError{err}
 	}
+	st.version = v
 	return nil
 }
 
-// recoverRemote resolves the manifests a crash left pending, deletes the
-// staging directory's temp files, aborts unfinished uploads and loads the
-// offsets and hours.
+// claim makes this sink the writer of st's partition (see the comment at
+// the top of this file): it reads the manifest and its version, resolves
+// a pending checkpoint, and writes the manifest back with this sink as
+// writer at the next epoch, on the condition that nobody wrote it in
+// between (else it reads again). Only once that write won does it delete
+// the rolled-back files and abort the partition's unfinished uploads. st
+// resumes from the manifest's last_offset.
+//
+// lazy is a claim without an assignment (the first checkpoint of a
+// partition written without StartOffsets): it fences st off instead when
+// the manifest moved since Open, since st's files may then repeat what
+// another sink published.
+func (s *Sink) claim(ctx context.Context, st *partState, lazy bool) error {
+	key := manifestPath(st.topic, st.partition)
+	for attempt := 1; ; attempt++ {
+		b, ver, err := s.store.GetVersion(ctx, key)
+		m := &manifest{Version: 1, Topic: st.topic, Partition: st.partition, LastOffset: -1}
+		switch {
+		case objstore.IsNotExist(err):
+			ver = ""
+		case err != nil:
+			return &storeError{err}
+		default:
+			if m, err = parseManifest(key, b); err != nil {
+				return err
+			}
+		}
+		if lazy && (m.LastOffset != st.published || m.Pending != nil) {
+			s.fenceOff(st, fmt.Errorf("the manifest moved since this sink opened (last offset %d, now %d)", st.published, m.LastOffset))
+			return errFenced
+		}
+		var undo []string
+		resolved := ""
+		if m.Pending != nil {
+			forward, err := s.resolvePending(ctx, m)
+			if err != nil {
+				return &storeError{err}
+			}
+			if forward {
+				resolved = "rolled forward"
+			} else {
+				resolved = "rolled back"
+				for _, e := range m.Files {
+					undo = append(undo, e.Final)
+				}
+				m.Files = nil
+			}
+		}
+		epoch, prev := int64(1), "none"
+		if m.Writer != nil {
+			epoch, prev = m.Writer.Epoch+1, fmt.Sprintf("%s at epoch %d", m.Writer.ID, m.Writer.Epoch)
+		}
+		m.Writer = &writerMark{ID: s.nonce, Epoch: epoch}
+		m.Fenced = s.expireFenced(m.Fenced)
+		until := s.cfg.Now().UTC().Add(fenceGrace)
+		for _, k := range undo {
+			m.Fenced = append(m.Fenced, fencedFile{Key: k, Until: until})
+		}
+		m.Written = s.cfg.Now().UTC()
+		out, err := json.MarshalIndent(m, "", "  ")
+		if err != nil {
+			return err
+		}
+		v, err := s.store.PutIf(ctx, key, append(out, '\n'), ver)
+		if errors.Is(err, objstore.ErrPrecondition) && attempt < claimAttempts {
+			continue // another sink wrote it meanwhile: read it again
+		}
+		if err != nil {
+			return &storeError{fmt.Errorf("claim %s: %w", key, err)}
+		}
+		st.version, st.epoch, st.claimed, st.fenced = v, epoch, true, false
+		st.published, st.last = m.LastOffset, m.LastOffset
+		st.tomb = m.Fenced
+		if resolved == "rolled forward" {
+			for _, e := range m.Files {
+				s.countPublished(m.Topic, e.Records)
+			}
+		}
+		for _, k := range undo {
+			if err := s.store.Delete(ctx, k); err != nil {
+				s.log.Warn("cannot delete a rolled-back file yet; deleted again after the next checkpoint", "file", k, "err", err)
+			}
+		}
+		aborted, err := s.store.AbortUploads(ctx, partitionUploads(st.topic, st.partition))
+		if err != nil {
+			s.log.Warn("cannot abort the partition's unfinished uploads", "topic", st.topic, "partition", st.partition, "err", err)
+		}
+		s.log.Info("partition claimed", "store", s.store.String(), "topic", st.topic, "partition", st.partition,
+			"epoch", epoch, "previous_writer", prev, "resume_offset", m.LastOffset+1, "pending_checkpoint", cmp.Or(resolved, "none"),
+			"unfinished_uploads_aborted", aborted)
+		return nil
+	}
+}
+
+// partitionUploads matches the keys of a partition's published files:
+// <topic>/<hour>/part-<partition>-...
+func partitionUploads(topic string, partition int32) func(string) bool {
+	prefix := fmt.Sprintf("part-%d-", partition)
+	return func(key string) bool {
+		dir, _, ok := HourOfKey(key)
+		return ok && strings.HasPrefix(dir, topic+"/") && strings.Count(dir, "/") == 4 &&
+			strings.HasPrefix(path.Base(key), prefix)
+	}
+}
+
+// fenceOff drops what this sink holds of st's partition after another
+// sink claimed it: its open files, its checkpoint in flight and their temp
+// files. Its records are skipped until Kafka assigns it here again.
+func (s *Sink) fenceOff(st *partState, why error) {
+	s.log.Warn("another sink claimed this partition: dropping what this one holds of it; its new writer consumes those records again",
+		"topic", st.topic, "partition", st.partition, "epoch", st.epoch, "dropped_offsets_after", st.published, "reason", why)
+	s.dropPart(st)
+	st.fenced = true
+}
+
+// dropPart forgets st's open files and checkpoint in flight, deleting
+// their temp files, and its claim.
+func (s *Sink) dropPart(st *partState) {
+	st.failed = false // the temp files are nobody's now
+	s.discard(st)
+	if pub := st.publishing; pub != nil {
+		for _, f := range pub.files {
+			if err := os.Remove(s.abs(f.tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				s.log.Warn("cannot delete temp file; the next Open does", "file", f.tmp, "err", err)
+			}
+		}
+		st.publishing = nil
+	}
+	st.pending = nil
+	st.due = false
+	st.claimed, st.version = false, ""
+	st.last = st.published
+}
+
+// Revoked hands over the partitions taken from this sink when its target
+// is a distributed store (sink.Revoker): a revoked partition's files are
+// published first (nobody consumes it before Revoked returns), a lost
+// one's dropped (another sink may own it already; its fence would refuse
+// the publish anyway). Either way the partition is forgotten: a later
+// assignment claims it again. A local root is one sink's alone: its
+// partitions stay as they are.
+func (s *Sink) Revoked(_ context.Context, revoked map[string][]int32, lost bool) {
+	if s.store == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for topic, ps := range revoked {
+		for _, p := range ps {
+			key := tp{topic, p}
+			st, ok := s.parts[key]
+			if !ok {
+				continue
+			}
+			if !lost && s.usable() == nil && len(st.pending) == 0 {
+				if err := s.checkpoint(st); err != nil {
+					s.log.Warn("cannot publish a revoked partition's files: dropping them; its new writer consumes those records again",
+						"topic", topic, "partition", p, "err", err)
+				}
+			}
+			s.dropPart(st)
+			delete(s.parts, key)
+		}
+	}
+}
+
+// sweepFenced deletes again the rolled-back files of a fenced-off writer
+// that have not expired, after a checkpoint of st; failures wait for the
+// next one.
+func (s *Sink) sweepFenced(st *partState) {
+	st.tomb = s.expireFenced(st.tomb)
+	if len(st.tomb) == 0 {
+		return
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	for _, t := range st.tomb {
+		if err := s.store.Delete(ctx, t.Key); err != nil {
+			s.log.Warn("cannot delete a fenced writer's rolled-back file yet", "file", t.Key, "err", err)
+			return
+		}
+	}
+}
+
+// expireFenced drops the entries past their time.
+func (s *Sink) expireFenced(files []fencedFile) []fencedFile {
+	now := s.cfg.Now()
+	return slices.DeleteFunc(slices.Clone(files), func(t fencedFile) bool { return !now.Before(t.Until) })
+}
+
+// recoverRemote finishes the checkpoints this staging directory's last
+// process left pending (only it has their temp files: it claims their
+// partitions), deletes the staging directory's temp files and loads the
+// offsets and hours. Other pending checkpoints may be a live sink's: they
+// are resolved by the claim of whoever Kafka assigns the partition to.
 func (s *Sink) recoverRemote() error {
 	ctx, cancel := storeCtx()
 	defer cancel()
@@ -234,7 +516,7 @@ func (s *Sink) recoverRemote() error {
 	if err != nil {
 		return err
 	}
-	forward, back := 0, 0
+	claimed := 0
 	for _, o := range objs {
 		if !strings.HasSuffix(o.Key, ".json") {
 			continue
@@ -250,40 +532,58 @@ func (s *Sink) recoverRemote() error {
 		if want := manifestPath(m.Topic, m.Partition); want != o.Key {
 			return fmt.Errorf("manifest %s names %s/%d", o.Key, m.Topic, m.Partition)
 		}
-		if m.Pending != nil {
-			rolled, err := s.resolvePending(ctx, m)
-			if err != nil {
-				return err
-			}
-			if rolled {
-				forward++
-			} else {
-				back++
-			}
-		}
 		st := s.part(tp{m.Topic, m.Partition})
 		st.published, st.last = m.LastOffset, m.LastOffset
+		if m.Pending != nil && s.stagedAny(m.Pending) {
+			if err := s.claim(ctx, st, false); err != nil {
+				return err
+			}
+			claimed++
+		}
 	}
 	orphans, err := s.clearInprogress()
 	if err != nil {
 		return err
 	}
-	aborted, err := s.store.AbortUploads(ctx)
+	// Small state writes a killed sink left unfinished: hours, markers
+	// and manifests (a live sink whose write this aborts retries it).
+	aborted, err := s.store.AbortUploads(ctx, stateUpload)
 	if err != nil {
 		return err
 	}
 	if err := s.loadHoursRemote(ctx); err != nil {
 		return err
 	}
-	if forward > 0 || back > 0 || orphans > 0 || aborted > 0 {
-		s.log.Info("recovered", "store", s.store.String(), "checkpoints_rolled_forward", forward, "checkpoints_rolled_back", back,
-			"orphan_temp_files_deleted", orphans, "unfinished_uploads_aborted", aborted)
+	if claimed > 0 || orphans > 0 || aborted > 0 {
+		s.log.Info("recovered", "store", s.store.String(), "pending_checkpoints_resumed", claimed, "orphan_temp_files_deleted", orphans,
+			"unfinished_state_writes_aborted", aborted)
 	}
 	return nil
 }
 
-// resolvePending finishes (true) or undoes (false) the checkpoint a
-// manifest holds pending, and rewrites the manifest without it.
+// stateUpload matches the keys of the sink's state and markers, whose
+// unfinished writes any sink may abort at Open: not the data files, whose
+// uploads only a partition's claim aborts.
+func stateUpload(key string) bool {
+	return strings.HasPrefix(key, stateDir+"/") || path.Base(key) == successFile
+}
+
+// stagedAny reports whether a temp file of a pending checkpoint is in the
+// staging directory.
+func (s *Sink) stagedAny(p *pendingCheckpoint) bool {
+	for _, e := range p.Files {
+		if _, err := os.Stat(s.abs(e.Tmp)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// resolvePending decides a pending checkpoint of m: forward (true) when
+// every file is either in the staging directory (it is uploaded) or
+// already in the store, else back. It changes m accordingly (forward:
+// last_offset and files of the checkpoint; back: files are the ones to
+// delete, which the caller does once its claim won) and deletes nothing.
 func (s *Sink) resolvePending(ctx context.Context, m *manifest) (bool, error) {
 	var missing []string
 	for _, e := range m.Pending.Files {
@@ -291,7 +591,6 @@ func (s *Sink) resolvePending(ctx context.Context, m *manifest) (bool, error) {
 			if err := s.store.PutFile(ctx, e.Final, s.abs(e.Tmp)); err != nil {
 				return false, err
 			}
-			s.countPublished(m.Topic, e.Records)
 			continue
 		}
 		ok, err := s.store.Exists(ctx, e.Final)
@@ -306,22 +605,12 @@ func (s *Sink) resolvePending(ctx context.Context, m *manifest) (bool, error) {
 	if forward {
 		m.LastOffset, m.Files = m.Pending.LastOffset, m.Pending.Files
 	} else {
-		s.log.Warn("staging directory lost files of a checkpoint not yet uploaded: undoing it, its records are consumed again",
+		s.log.Warn("a pending checkpoint's files are neither staged here nor uploaded: undoing it, its records are consumed again",
 			"topic", m.Topic, "partition", m.Partition, "missing", missing, "from_offset", m.LastOffset+1)
-		for _, e := range m.Pending.Files {
-			if err := s.store.Delete(ctx, e.Final); err != nil {
-				return false, err
-			}
-		}
-		m.Files = nil
+		m.Files = m.Pending.Files
 	}
 	m.Pending = nil
-	m.Written = s.cfg.Now().UTC()
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return false, err
-	}
-	return forward, s.store.Put(ctx, manifestPath(m.Topic, m.Partition), append(b, '\n'))
+	return forward, nil
 }
 
 // clearInprogress deletes every temp file of the in-progress directory

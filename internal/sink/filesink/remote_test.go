@@ -91,6 +91,20 @@ func (f *flakyStore) Put(ctx context.Context, key string, b []byte) error {
 	return f.Store.Put(ctx, key, b)
 }
 
+func (f *flakyStore) PutIf(ctx context.Context, key string, b []byte, match string) (string, error) {
+	if err := f.check(); err != nil {
+		return "", err
+	}
+	return f.Store.PutIf(ctx, key, b, match)
+}
+
+func (f *flakyStore) GetVersion(ctx context.Context, key string) ([]byte, string, error) {
+	if err := f.check(); err != nil {
+		return nil, "", err
+	}
+	return f.Store.GetVersion(ctx, key)
+}
+
 func (f *flakyStore) PutFile(ctx context.Context, key, p string) error {
 	if err := f.check(); err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,50 +35,242 @@ func crashAt(point string, n int) func(string) error {
 }
 
 // At every step of a checkpoint, and while temp files are only written, a
-// crash followed by Open, StartOffsets and a replay of the same input
-// publishes every record exactly once, and no temp file is ever visible.
+// crash during the feed (after checkpoints were published) followed by
+// Open (twice: recovery itself must be idempotent), StartOffsets and a
+// replay cutting files at other offsets publishes every record exactly
+// once, and no temp file is ever visible.
 func TestCrashAtEveryStep(t *testing.T) {
+	input := crashInput()
 	for _, format := range []Format{JSONLines, Parquet} {
-		for _, point := range []string{pointWritten, pointSynced, pointManifest, pointRenamed, pointPublished} {
-			for _, n := range []int{1, 4} {
-				t.Run(fmt.Sprintf("%s/%s#%d", format, point, n), func(t *testing.T) {
-					testCrash(t, format, point, n)
+		t.Run(string(format), func(t *testing.T) {
+			proto := Config{Format: format, Schemas: testSchemas(t)}
+			for _, c := range crashPoints(t, input, func(t *testing.T) Config {
+				cfg := proto
+				cfg.Root = t.TempDir()
+				return cfg
+			}) {
+				t.Run(c.String(), func(t *testing.T) {
+					cfg := proto
+					cfg.Root = t.TempDir()
+					testCrash(t, input, c, cfg, cfg)
 				})
 			}
-		}
+		})
 	}
 }
 
-func testCrash(t *testing.T, format Format, point string, n int) {
-	root := t.TempDir()
-	// Two topics, three partitions, three hours; small files so that
-	// checkpoints happen all along (several files per checkpoint when a
-	// partition spans an hour boundary).
-	input := spread([]string{"eventlogging_Test", "eventlogging_Other"}, 3, 200, 3)
-	cfg := Config{Root: root, Format: format, MaxFileBytes: 3 << 10, Schemas: testSchemas(t)}
-	if format == Parquet {
-		cfg.MaxFileBytes = 12 << 10
+// On a distributed target (objstore.Dir), a crash at every step of the
+// two-phase publish, followed by Open (twice), StartOffsets and a replay
+// as in TestCrashAtEveryStep, publishes every record exactly once: with
+// the staging directory intact (pending checkpoints are rolled forward)
+// and with it lost (those not fully uploaded are rolled back, their
+// uploaded files deleted).
+func TestCrashAtEveryStepRemote(t *testing.T) {
+	input := crashInput()
+	for _, format := range []Format{JSONLines, Parquet} {
+		t.Run(string(format), func(t *testing.T) {
+			for _, c := range crashPoints(t, input, func(t *testing.T) Config {
+				return remoteConfig(t, format, t.TempDir(), t.TempDir())
+			}) {
+				for _, lose := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/staging-lost=%v", c, lose), func(t *testing.T) {
+						cfg := remoteConfig(t, format, t.TempDir(), t.TempDir())
+						restart := cfg
+						if lose {
+							restart.Staging = t.TempDir()
+						}
+						testCrash(t, input, c, cfg, restart)
+					})
+				}
+			}
+		})
 	}
-	crashing := cfg
-	crashing.hook = crashAt(point, n)
-	s := openSink(t, crashing)
-	_, err := newFeeder(input, 60).run(t.Context(), s)
-	if err == nil {
-		err = s.Close()
-	}
-	if !errors.Is(err, errCrash) {
-		t.Fatalf("the run did not reach crash point %s #%d: %v", point, n, err)
-	}
-	s.crash()
-	readPublished(t, root) // no temp file visible in a partition
+}
 
-	// Restart (twice: recovery itself must be idempotent).
-	s = openSink(t, cfg)
+// The two shapes of a crash test's runs. The replay after a crash cuts
+// files at other offsets than the run that crashed (another batch size,
+// other limits, rotation by age), so records published twice show as
+// duplicates: a replay of the same shape would write the files of a
+// checkpoint published before its manifest again under the same names,
+// replacing them, and hide the double publish.
+var (
+	// crashShape checkpoints all along the feed on age (its clock moves a
+	// second per batch), for JSON lines too, whose size counts only what
+	// the compressor emitted: nothing before 64 KiB of input.
+	crashShape = runShape{batch: 60, maxFileBytes: map[Format]int64{JSONLines: 3 << 10, Parquet: 12 << 10}, maxFileAge: 8 * time.Second}
+	// replayShape rotates on size only: for JSON lines once a file's
+	// compressor has emitted its first block (after 64 KiB of input).
+	replayShape = runShape{batch: 97, maxFileBytes: map[Format]int64{JSONLines: 5 << 10, Parquet: 30 << 10}}
+)
+
+// runShape is how a run feeds a sink and when the sink rotates its files.
+type runShape struct {
+	batch        int
+	maxFileBytes map[Format]int64
+	maxFileAge   time.Duration // 0: the default, on the wall clock
+}
+
+// start returns cfg with the shape's limits, and a feeder of input in the
+// shape's batches. With maxFileAge, cfg is on a test clock that the
+// feeder moves a second per batch.
+func (r runShape) start(cfg Config, input []kafka.Record) (Config, *feeder) {
+	cfg.MaxFileBytes = r.maxFileBytes[cfg.Format]
+	f := newFeeder(input, r.batch)
+	if r.maxFileAge > 0 {
+		clk := testsupport.NewClock(base)
+		cfg.MaxFileAge, cfg.Now = r.maxFileAge, clk.Now
+		f.tick = func() { clk.Add(time.Second) }
+	}
+	return cfg, f
+}
+
+// crashInput is two topics of three partitions, 300 records each received
+// over two hours, every third record after the first hour dated an hour
+// back (late): most checkpoints publish files of two hours, so a crash
+// can stop one between its files.
+func crashInput() []kafka.Record {
+	const n, hours = 300, 2
+	step := hours * time.Hour / n
+	var out []kafka.Record
+	for _, topic := range []string{"eventlogging_Test", "eventlogging_Other"} {
+		for p := range int32(3) {
+			for i := range n {
+				dt := base.Add(time.Duration(i) * step)
+				if i%3 == 2 && dt.Sub(base) >= time.Hour {
+					dt = dt.Add(-time.Hour)
+				}
+				out = append(out, testsupport.CapsuleRecord(topic, p, int64(i), dt))
+			}
+		}
+	}
+	return out
+}
+
+// crash is where a crash test stops the first run: the n-th time the
+// sink reaches point.
+type crash struct {
+	point string
+	n     int
+}
+
+func (c crash) String() string { return fmt.Sprintf("%s#%d", c.point, c.n) }
+
+// crashPoints runs both shapes over input without crashing, each in a
+// sink of newConfig, checks that they publish files under different names
+// and returns the crashes to test: at each point an early and a later
+// one, all during the feed (not at Close) and after at least one
+// checkpoint was published. A crash after a rename (an upload) is taken
+// between two files of one checkpoint, so that some of its files are
+// published and others not. The runs are deterministic: a crashing run
+// reaches the same points in the same order.
+func crashPoints(t *testing.T, input []kafka.Record, newConfig func(*testing.T) Config) []crash {
+	t.Helper()
+	fed, crashFiles := traceRun(t, crashShape, newConfig(t), input)
+	_, replayFiles := traceRun(t, replayShape, newConfig(t), input)
+	shared := 0
+	for _, f := range replayFiles {
+		if slices.Contains(crashFiles, f) {
+			shared++
+		}
+	}
+	if shared*10 > len(crashFiles) {
+		t.Fatalf("the replay shape publishes %d of the crash shape's %d files under the same names: a double publish would hide", shared, len(crashFiles))
+	}
+	var out []crash
+	for _, point := range []string{pointWritten, pointSynced, pointManifest, pointRenamed, pointPublished} {
+		var candidates []crash
+		n, published := 0, 0
+		for i, p := range fed {
+			if p == point {
+				n++
+				mid := i+1 < len(fed) && fed[i+1] == pointRenamed
+				if published > 0 && (point != pointRenamed || mid) {
+					candidates = append(candidates, crash{point, n})
+				}
+			}
+			if p == pointPublished {
+				published++
+			}
+		}
+		if len(candidates) == 0 {
+			t.Fatalf("no %s during the feed after a published checkpoint: the crash tests would test nothing", point)
+		}
+		out = append(out, candidates[0])
+		if later := candidates[len(candidates)/2]; later != candidates[0] {
+			out = append(out, later)
+		}
+	}
+	t.Logf("the crash shape publishes %d files, the replay shape %d, %d under the same name; crashes at %v", len(crashFiles), len(replayFiles), shared, out)
+	return out
+}
+
+// traceRun feeds input in shape to a sink of cfg and closes it, and
+// returns the crash points reached during the feed, in order, and the
+// files published. It fails the test unless checkpoints were published
+// during the feed.
+func traceRun(t *testing.T, shape runShape, cfg Config, input []kafka.Record) (fed []string, files []string) {
+	t.Helper()
+	cfg, f := shape.start(cfg, input)
+	cfg.hook = func(p string) error {
+		fed = append(fed, p)
+		return nil
+	}
+	s := openSink(t, cfg)
+	if _, err := f.run(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	fed = slices.Clip(fed)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(fed, pointPublished) {
+		t.Fatalf("no checkpoint published during the feed (batches of %d, MaxFileBytes %d)", shape.batch, cfg.MaxFileBytes)
+	}
+	return fed, readPublished(t, publishedRoot(cfg)).files
+}
+
+// publishedRoot returns the directory where cfg's files are published:
+// the root, or the store's directory (remoteConfig).
+func publishedRoot(cfg Config) string {
+	if dir, ok := strings.CutPrefix(cfg.Root, "test://"); ok {
+		return dir
+	}
+	return cfg.Root
+}
+
+// testCrash runs crashShape over input in a sink of cfg until it crashes
+// at c and checks that files were published before; then it opens a sink
+// of restart, replays input in replayShape and checks that every record
+// is published exactly once.
+func testCrash(t *testing.T, input []kafka.Record, c crash, cfg, restart Config) {
+	crashing, f := crashShape.start(cfg, input)
+	crashing.hook = crashAt(c.point, c.n)
+	s := openSink(t, crashing)
+	if _, err := f.run(t.Context(), s); !errors.Is(err, errCrash) {
+		t.Fatalf("the feed did not reach crash point %s: %v", c, err)
+	}
 	s.crash()
-	s = openSink(t, cfg)
-	feedAndClose(t, s, input, 60)
-	checkExactlyOnce(t, root, input)
-	checkNoTemps(t, root)
+	// Nothing partial is visible; checkpoints were published.
+	if p := readPublished(t, publishedRoot(cfg)); len(p.files) == 0 {
+		t.Fatalf("no file published during the feed before the crash at %s", c)
+	}
+
+	restart, f = replayShape.start(restart, input)
+	s = openSink(t, restart)
+	s.crash()
+	s = openSink(t, restart)
+	if _, err := f.run(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, publishedRoot(cfg), input)
+	if restart.Store != nil {
+		checkNoTemps(t, restart.Staging)
+	} else {
+		checkNoTemps(t, restart.Root)
+	}
 }
 
 // Recovery finishes renames that a crash interrupted: pretend the process

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,7 @@ type published struct {
 	files  []string                  // relative paths of data files
 	rows   map[string]map[string]any // uuid → decoded record
 	hourOf map[string]string         // uuid → hour directory
+	fileOf map[string][]string       // uuid → the files holding it
 }
 
 var dataFile = regexp.MustCompile(`^part-(\d+)-(\d+)-(\d+)(\.[A-Za-z0-9_.-]+)?\.(jsonl\.gz|parquet)$`)
@@ -103,7 +105,7 @@ var dataFile = regexp.MustCompile(`^part-(\d+)-(\d+)-(\d+)(\.[A-Za-z0-9_.-]+)?\.
 // partition directories hold nothing but data files and _SUCCESS markers.
 func readPublished(t testing.TB, root string) published {
 	t.Helper()
-	p := published{byUUID: map[string]int{}, rows: map[string]map[string]any{}, hourOf: map[string]string{}}
+	p := published{byUUID: map[string]int{}, rows: map[string]map[string]any{}, hourOf: map[string]string{}, fileOf: map[string][]string{}}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -132,14 +134,12 @@ func readPublished(t testing.TB, root string) published {
 		} else {
 			recs = readJSONLFile(t, path)
 		}
-		var first, last int64
-		fmt.Sscan(m[2], &first)
-		fmt.Sscan(m[3], &last)
 		for _, r := range recs {
 			u := uuidOf(r)
 			p.byUUID[u]++
 			p.rows[u] = r
 			p.hourOf[u] = filepath.ToSlash(filepath.Dir(rel))
+			p.fileOf[u] = append(p.fileOf[u], rel)
 		}
 		return nil
 	})
@@ -224,6 +224,7 @@ func readParquetFile(t testing.TB, path string) []map[string]any {
 type feeder struct {
 	input map[tp][]kafka.Record // by partition, in offset order
 	batch int
+	tick  func() // if set, called before each Write (to move a test clock)
 }
 
 func newFeeder(recs []kafka.Record, batch int) *feeder {
@@ -286,6 +287,9 @@ func (f *feeder) run(ctx context.Context, s *Sink) ([]Poison, error) {
 		if len(batch) == 0 {
 			return poison, nil
 		}
+		if f.tick != nil {
+			f.tick()
+		}
 		res, err := s.Write(ctx, batch)
 		if err != nil {
 			return poison, err
@@ -331,30 +335,55 @@ func spread(topics []string, partitions int32, n int, hours int) []kafka.Record 
 }
 
 // checkExactlyOnce checks that every input record was published exactly
-// once, in the directory of its hour.
+// once, in the directory of its hour, in a file named for its partition
+// and an offset range holding its offset.
 func checkExactlyOnce(t testing.TB, root string, input []kafka.Record) published {
 	t.Helper()
 	p := readPublished(t, root)
 	want := map[string]string{}
-	for _, r := range input {
+	recs := map[string]*kafka.Record{}
+	for i, r := range input {
 		var m map[string]any
 		if err := json.Unmarshal(r.Value, &m); err != nil {
 			continue
 		}
 		dt, _ := time.Parse(time.RFC3339, m["dt"].(string))
-		want[testsupport.EventUUID(r.Topic, r.Partition, r.Offset)] = hourDir(r.Topic, dt.Truncate(time.Hour).Unix())
+		u := testsupport.EventUUID(r.Topic, r.Partition, r.Offset)
+		want[u] = hourDir(r.Topic, dt.Truncate(time.Hour).Unix())
+		recs[u] = &input[i]
 	}
-	missing, dup := 0, 0
+	missing, dup, misnamed := 0, 0, 0
+	dupSeen := "" // one of them, to show
 	for u, dir := range want {
+		r := recs[u]
 		switch n := p.byUUID[u]; {
 		case n == 0:
 			missing++
 		case n > 1:
 			dup++
+			if dupSeen == "" {
+				dupSeen = fmt.Sprintf(", e.g. %s/%d@%d in %v", r.Topic, r.Partition, r.Offset, p.fileOf[u])
+			}
 		}
 		if got := p.hourOf[u]; p.byUUID[u] > 0 && got != dir {
 			t.Errorf("record %s in %s, want %s", u, got, dir)
 		}
+		for _, f := range p.fileOf[u] {
+			// readPublished matched the name.
+			m := dataFile.FindStringSubmatch(filepath.Base(f))
+			part, _ := strconv.ParseInt(m[1], 10, 32)
+			first, _ := strconv.ParseInt(m[2], 10, 64)
+			last, _ := strconv.ParseInt(m[3], 10, 64)
+			if int32(part) != r.Partition || r.Offset < first || r.Offset > last {
+				if misnamed == 0 {
+					t.Errorf("record %s/%d@%d in %s (the name says partition %d, offsets %d to %d)", r.Topic, r.Partition, r.Offset, f, part, first, last)
+				}
+				misnamed++
+			}
+		}
+	}
+	if misnamed > 1 {
+		t.Errorf("%d records in files named for other partitions or offsets", misnamed)
 	}
 	extra := 0
 	for u := range p.byUUID {
@@ -363,7 +392,8 @@ func checkExactlyOnce(t testing.TB, root string, input []kafka.Record) published
 		}
 	}
 	if missing > 0 || dup > 0 || extra > 0 {
-		t.Fatalf("published %d distinct of %d records: %d missing, %d duplicated, %d unexpected", len(p.byUUID), len(want), missing, dup, extra)
+		t.Fatalf("published %d distinct of %d records: %d missing, %d duplicated%s, %d unexpected",
+			len(p.byUUID), len(want), missing, dup, dupSeen, extra)
 	}
 	return p
 }

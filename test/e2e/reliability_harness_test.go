@@ -82,12 +82,21 @@ var plainBuild = sync.OnceValues(func() (string, error) {
 		os.Remove(f.Name())
 		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
-	bin := filepath.Join(dir, "eventlogging")
+	// One binary per test process: a shared name let a concurrent run
+	// from another work tree replace it under this one's restarts.
+	bin := filepath.Join(dir, fmt.Sprintf("eventlogging-%d", os.Getpid()))
 	if err := os.Rename(f.Name(), bin); err != nil {
 		return "", err
 	}
 	return bin, nil
 })
+
+// TestMain removes this process's binary after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	_ = os.Remove(filepath.Join(os.TempDir(), "eventlogging-reliability-bin", fmt.Sprintf("eventlogging-%d", os.Getpid())))
+	os.Exit(code)
+}
 
 // launchPlain is startService with the binary built without -race, and
 // an error instead of t.Fatal, so that a supervisor goroutine may call it.

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ const fenceEvents = 100_000
 // on the real HDFS, while 100,000 events arrive in ten parts and, after
 // each, one sink chosen at random is SIGKILLed or stopped (a rebalance
 // either way: the session expires, or it leaves the group) and started
-// again. Partitions move between live sinks holding open files of them;
+// again, or paused (SIGSTOP) past its session and woken up. Partitions move between live sinks holding open files of them;
 // the store's fence (a conditional write of each partition's manifest)
 // keeps the old writer from publishing after the new one claimed it.
 // Afterwards every uuid is in the published files exactly once.
@@ -88,14 +89,23 @@ func fenceRun(t *testing.T, target string) {
 		events.produce(t, cl, topic, k*fenceEvents/parts, (k+1)*fenceEvents/parts)
 		time.Sleep(time.Duration(500+rng.IntN(2500)) * time.Millisecond) // a random moment for the fault (load shape, not synchronisation)
 		i := rng.IntN(sinks)
-		if rng.IntN(3) == 0 {
+		switch rng.IntN(3) {
+		case 0:
 			procs[i].stop(t)
 			faults["SIGTERM"]++
-		} else {
+			start(i)
+		case 1:
 			procs[i].kill()
 			faults["SIGKILL"]++
+			start(i)
+		default:
+			// Paused past its session: the others take its partitions
+			// over while it holds open files, and it wakes up a zombie.
+			_ = procs[i].cmd.Process.Signal(syscall.SIGSTOP)
+			time.Sleep(9 * time.Second) // > EVENTLOGGING_KAFKA_SESSION_TIMEOUT
+			_ = procs[i].cmd.Process.Signal(syscall.SIGCONT)
+			faults["SIGSTOP 9s"]++
 		}
-		start(i)
 	}
 	t.Logf("faults: %v", faults)
 

@@ -324,7 +324,7 @@ func (s *Sink) recover() error {
 		}
 	}
 	// Whatever is still in progress belongs to no checkpoint.
-	orphans, err := s.clearInprogress()
+	orphans, err := s.clearInprogress(nil)
 	if err != nil {
 		return err
 	}

@@ -342,8 +342,14 @@ func (s *Sink) claim(ctx context.Context, st *partState, lazy bool) error {
 			}
 		}
 		if lazy && (m.LastOffset != st.published || m.Pending != nil) {
-			s.fenceOff(st, fmt.Errorf("the manifest moved since this sink opened (last offset %d, now %d)", st.published, m.LastOffset))
-			return errFenced
+			return fmt.Errorf("%s/%d was written without an assignment (StartOffsets) and its manifest moved since Open (last offset %d, now %d; pending checkpoint: %v): call StartOffsets first",
+				st.topic, st.partition, st.published, m.LastOffset, m.Pending != nil)
+		}
+		var staged []string
+		if m.Pending != nil {
+			for _, e := range m.Pending.Files {
+				staged = append(staged, s.abs(e.Tmp))
+			}
 		}
 		var undo []string
 		resolved := ""
@@ -395,6 +401,11 @@ func (s *Sink) claim(ctx context.Context, st *partState, lazy bool) error {
 		for _, k := range undo {
 			if err := s.store.Delete(ctx, k); err != nil {
 				s.log.Warn("cannot delete a rolled-back file yet; deleted again after the next checkpoint", "file", k, "err", err)
+			}
+		}
+		for _, p := range staged {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				s.log.Warn("cannot delete temp file; the next Open does", "file", p, "err", err)
 			}
 		}
 		aborted, err := s.store.AbortUploads(ctx, partitionUploads(st.topic, st.partition))
@@ -504,11 +515,12 @@ func (s *Sink) expireFenced(files []fencedFile) []fencedFile {
 	return slices.DeleteFunc(slices.Clone(files), func(t fencedFile) bool { return !now.Before(t.Until) })
 }
 
-// recoverRemote finishes the checkpoints this staging directory's last
-// process left pending (only it has their temp files: it claims their
-// partitions), deletes the staging directory's temp files and loads the
-// offsets and hours. Other pending checkpoints may be a live sink's: they
-// are resolved by the claim of whoever Kafka assigns the partition to.
+// recoverRemote loads the published offsets and hours, and deletes the
+// staging directory's temp files, but for those of checkpoints left
+// pending: the claim of whichever sink Kafka assigns the partition to
+// resolves them (this one rolls a checkpoint forward from them; another
+// one rolls it back). Nothing is claimed here: only an assignment claims,
+// so a restarted sink never fences the partition's current writer off.
 func (s *Sink) recoverRemote() error {
 	ctx, cancel := storeCtx()
 	defer cancel()
@@ -516,7 +528,7 @@ func (s *Sink) recoverRemote() error {
 	if err != nil {
 		return err
 	}
-	claimed := 0
+	keep := map[string]bool{}
 	for _, o := range objs {
 		if !strings.HasSuffix(o.Key, ".json") {
 			continue
@@ -534,14 +546,13 @@ func (s *Sink) recoverRemote() error {
 		}
 		st := s.part(tp{m.Topic, m.Partition})
 		st.published, st.last = m.LastOffset, m.LastOffset
-		if m.Pending != nil && s.stagedAny(m.Pending) {
-			if err := s.claim(ctx, st, false); err != nil {
-				return err
+		if m.Pending != nil {
+			for _, e := range m.Pending.Files {
+				keep[filepath.Clean(s.abs(e.Tmp))] = true
 			}
-			claimed++
 		}
 	}
-	orphans, err := s.clearInprogress()
+	orphans, err := s.clearInprogress(keep)
 	if err != nil {
 		return err
 	}
@@ -554,29 +565,11 @@ func (s *Sink) recoverRemote() error {
 	if err := s.loadHoursRemote(ctx); err != nil {
 		return err
 	}
-	if claimed > 0 || orphans > 0 || aborted > 0 {
-		s.log.Info("recovered", "store", s.store.String(), "pending_checkpoints_resumed", claimed, "orphan_temp_files_deleted", orphans,
+	if orphans > 0 || aborted > 0 {
+		s.log.Info("recovered", "store", s.store.String(), "orphan_temp_files_deleted", orphans,
 			"unfinished_state_writes_aborted", aborted)
 	}
 	return nil
-}
-
-// stateUpload matches the keys of the sink's state and markers, whose
-// unfinished writes any sink may abort at Open: not the data files, whose
-// uploads only a partition's claim aborts.
-func stateUpload(key string) bool {
-	return strings.HasPrefix(key, stateDir+"/") || path.Base(key) == successFile
-}
-
-// stagedAny reports whether a temp file of a pending checkpoint is in the
-// staging directory.
-func (s *Sink) stagedAny(p *pendingCheckpoint) bool {
-	for _, e := range p.Files {
-		if _, err := os.Stat(s.abs(e.Tmp)); err == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // resolvePending decides a pending checkpoint of m: forward (true) when
@@ -614,23 +607,18 @@ func (s *Sink) resolvePending(ctx context.Context, m *manifest) (bool, error) {
 }
 
 // clearInprogress deletes every temp file of the in-progress directory
-// (of the root, or of the staging directory) and returns how many there
-// were.
-func (s *Sink) clearInprogress() (int, error) {
+// (of the root, or of the staging directory) but those in keep (cleaned
+// absolute paths), and returns how many it deleted.
+func (s *Sink) clearInprogress(keep map[string]bool) (int, error) {
 	orphans := 0
-	err := filepath.WalkDir(s.abs(inprogressDir), func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
+	err := filepath.WalkDir(s.abs(inprogressDir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || keep[filepath.Clean(p)] {
 			return err
 		}
-		if !d.IsDir() {
-			orphans++
-		}
-		return nil
+		orphans++
+		return os.Remove(p)
 	})
 	if err != nil {
-		return 0, err
-	}
-	if err := os.RemoveAll(s.abs(inprogressDir)); err != nil {
 		return 0, err
 	}
 	return orphans, mkdirAllSync(s.root, inprogressDir)
@@ -706,4 +694,11 @@ func retryStore(ctx context.Context, fn func() error) error {
 		}
 		wait = min(2*wait, 15*time.Second)
 	}
+}
+
+// stateUpload matches the keys of the sink's state and markers, whose
+// unfinished writes any sink may abort at Open: not the data files, whose
+// uploads only a partition's claim aborts.
+func stateUpload(key string) bool {
+	return strings.HasPrefix(key, stateDir+"/") || path.Base(key) == successFile
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 // The cursor file holds the sequence number of the oldest un-acked record
@@ -60,8 +62,8 @@ type cursorState struct {
 // file with one invalid slot is read from the other, with a warning (a
 // crash during Ack's write leaves that); one with neither slot valid, or a
 // file in neither format, is a *CorruptError.
-func readCursor(path string, log *slog.Logger) (cursorState, error) {
-	b, err := os.ReadFile(path)
+func readCursor(fsys vfs.FS, path string, log *slog.Logger) (cursorState, error) {
+	b, err := vfs.ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return cursorState{kind: cursorNone}, nil
 	}
@@ -141,7 +143,7 @@ func decodeCursorSlot(b []byte, slot int) (gen, seq uint64, bad string) {
 
 // cursorFile is the open cursor file, which Ack overwrites in place.
 type cursorFile struct {
-	f    *os.File
+	f    vfs.File
 	path string
 	gen  uint64 // generation of the newest slot written
 	buf  [cursorSlotLen]byte
@@ -151,12 +153,12 @@ type cursorFile struct {
 // seq in both slots (generations 0 and 1), written in full so that its
 // blocks are allocated: temporary file, fsync, rename, fsync of the
 // directory. It returns the file opened for writing.
-func createCursor(dir string, dirF *os.File, seq uint64) (*cursorFile, error) {
+func createCursor(fsys vfs.FS, dir string, dirF vfs.File, seq uint64) (*cursorFile, error) {
 	b := make([]byte, cursorFileSize)
 	encodeCursorSlot(b, 0, seq)
 	encodeCursorSlot(b[cursorSlotStride:], 1, seq)
 	tmp, path := filepath.Join(dir, cursorTmpName), filepath.Join(dir, cursorName)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
 	if err != nil {
 		return nil, fmt.Errorf("spool: create cursor: %w", err)
 	}
@@ -168,22 +170,22 @@ func createCursor(dir string, dirF *os.File, seq uint64) (*cursorFile, error) {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = fsys.Rename(tmp, path)
 	}
 	if err != nil {
-		_ = os.Remove(tmp)
+		_ = fsys.Remove(tmp)
 		return nil, fmt.Errorf("spool: create cursor: %w", err)
 	}
 	if err := dirF.Sync(); err != nil {
 		return nil, fmt.Errorf("spool: create cursor: sync %s: %w", dir, err)
 	}
-	return openCursor(path, 1)
+	return openCursor(fsys, path, 1)
 }
 
 // openCursor opens the slotted cursor file at path, whose newest slot has
 // generation gen, for writing.
-func openCursor(path string, gen uint64) (*cursorFile, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+func openCursor(fsys vfs.FS, path string, gen uint64) (*cursorFile, error) {
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("spool: open cursor: %w", err)
 	}

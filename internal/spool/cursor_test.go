@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 // slotState is a decoded cursor slot, for comparing.
@@ -268,11 +270,11 @@ func TestCursorTextFormat(t *testing.T) {
 // the one overwritten.
 func TestCursorWriteFailure(t *testing.T) {
 	dir := t.TempDir()
-	c, err := createCursor(dir, mustOpen(t, dir), 5)
+	c, err := createCursor(vfs.OS, dir, mustOpen(t, dir), 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := c.f.Name()
+	path := c.path
 	c.f.Close()
 	if err := c.write(6); err == nil {
 		t.Fatal("write to a closed cursor file: no error")
@@ -310,7 +312,7 @@ func TestDefaultMinFree(t *testing.T) {
 // Append is ErrFull and writes nothing; with the check disabled it works.
 func TestMinFreeBytesUnreachable(t *testing.T) {
 	dir := t.TempDir()
-	if _, _, err := diskSpace(mustOpen(t, dir)); errors.Is(err, errors.ErrUnsupported) {
+	if _, _, err := vfs.OS.DiskSpace(dir); errors.Is(err, errors.ErrUnsupported) {
 		t.Skip("no free-space check on this platform")
 	}
 	q := open(t, dir, Config{MinFreeBytes: 1 << 62})

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 const (
@@ -35,8 +36,8 @@ type segmentFile struct {
 
 // listSegments returns the segment files in dir in sequence order. Other
 // files are ignored.
-func listSegments(dir string) ([]segmentFile, error) {
-	entries, err := os.ReadDir(dir) // sorted by name, which is by base
+func listSegments(fsys vfs.FS, dir string) ([]segmentFile, error) {
+	entries, err := fsys.ReadDir(dir) // sorted by name, which is by base
 	if err != nil {
 		return nil, fmt.Errorf("spool: list %s: %w", dir, err)
 	}
@@ -67,7 +68,7 @@ type scanResult struct {
 
 // scanSegment validates every frame of f, the segment numbered from base,
 // and notes the offset of the record numbered want.
-func scanSegment(f *os.File, path string, base, want uint64, br *bufio.Reader) (scanResult, error) {
+func scanSegment(f vfs.File, path string, base, want uint64, br *bufio.Reader) (scanResult, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return scanResult{}, fmt.Errorf("spool: %w", err)
@@ -94,4 +95,19 @@ func scanSegment(f *os.File, path string, base, want uint64, br *bufio.Reader) (
 		res.end += n
 		res.count++
 	}
+}
+
+// lockDir takes the lock on <dir>/lock, held until the returned Closer is
+// closed, so that two processes cannot share a spool (on platforms without
+// flock, OS takes no lock: the caller must not open one directory twice).
+func lockDir(fsys vfs.FS, dir string) (io.Closer, error) {
+	path := filepath.Join(dir, lockName)
+	l, err := fsys.Lock(path, filePerm)
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, fmt.Errorf("spool: %s is in use by another Queue (lock %s held)", dir, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("spool: lock: %w", err)
+	}
+	return l, nil
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 // FuzzDecodeSegment opens a directory whose segment file holds arbitrary
@@ -126,7 +128,7 @@ func FuzzCursorFile(f *testing.F) {
 		if err := os.WriteFile(path, data, filePerm); err != nil {
 			t.Fatal(err)
 		}
-		want, rerr := readCursor(path, discardLogger())
+		want, rerr := readCursor(vfs.OS, path, discardLogger())
 		q, err := Open(dir, Config{Logger: discardLogger(), MinFreeBytes: -1})
 		var ce *CorruptError
 		if rerr != nil || err != nil {
@@ -144,14 +146,14 @@ func FuzzCursorFile(f *testing.F) {
 		if err := q.Close(); err != nil {
 			t.Fatal(err)
 		}
-		files, err := listSegments(dir)
+		files, err := listSegments(vfs.OS, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(files) != 1 || files[0].base != want.seq {
 			t.Fatalf("cursor %d: segments %+v, want one numbered from the cursor", want.seq, files)
 		}
-		got, err := readCursor(path, discardLogger())
+		got, err := readCursor(vfs.OS, path, discardLogger())
 		if err != nil || got.kind != cursorSlots || got.seq != want.seq {
 			t.Fatalf("cursor file after Open: %+v, %v; want slotted, holding %d", got, err, want.seq)
 		}

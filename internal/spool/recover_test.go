@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 // crashDirEnv makes the test binary act as the appending process that
@@ -115,7 +117,7 @@ func writeSegments(t *testing.T, dir string, n int) ([]Record, []segmentFile) {
 	if err := q.Close(); err != nil {
 		t.Fatal(err)
 	}
-	files, err := listSegments(dir)
+	files, err := listSegments(vfs.OS, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +235,7 @@ func TestCorruptionBeforeCursorIgnored(t *testing.T) {
 	dir := t.TempDir()
 	want, files := writeSegments(t, dir, 30)
 	flipByte(t, files[0].path, headerLen+1)
-	c, err := createCursor(dir, mustOpen(t, dir), files[1].base)
+	c, err := createCursor(vfs.OS, dir, mustOpen(t, dir), files[1].base)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/eventlogging/eventlogging/internal/record"
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 // Record is one spooled Kafka record (the pipeline's one record shape): the
@@ -62,6 +63,9 @@ type Config struct {
 	// Logger receives warnings (a torn tail dropped at Open, a file that
 	// could not be deleted). Nil discards.
 	Logger *slog.Logger
+	// FS is the file system the spool reads and writes through. Nil means
+	// vfs.OS; tests pass a vfs.Mem to simulate power losses.
+	FS vfs.FS
 }
 
 // segment is one segment file.
@@ -77,7 +81,7 @@ type segment struct {
 	// wf is the appender's handle, set only on the last (active) segment.
 	// It is used only by the appender while Queue.inflight is set; removal
 	// takes it under Queue.mu when inflight is not set.
-	wf *os.File
+	wf vfs.File
 	// dirty: wf has bytes past size that Truncate failed to remove. Guarded
 	// by Queue.wmu.
 	dirty bool
@@ -98,9 +102,10 @@ type segSnap struct {
 // Queue is a durable FIFO of Records in a directory. It is safe for
 // concurrent use; see the package documentation for the contract.
 type Queue struct {
+	fs       vfs.FS
 	dir      string
-	dirF     *os.File // the directory, for fsync
-	lockF    *os.File
+	dirF     vfs.File // the directory, for fsync
+	lockF    io.Closer
 	log      *slog.Logger
 	maxBytes int64
 	segBytes int64
@@ -114,7 +119,7 @@ type Queue struct {
 	rmu      sync.Mutex  // serialises Peek, Ack and segment removal; guards the fields below
 	cur      *cursorFile // the cursor file, written by Ack
 	rseg     *segment    // the segment rf reads
-	rf       *os.File
+	rf       vfs.File
 	br       *bufio.Reader
 	snap     []segSnap
 	peekEnds []position // position after each record of the last Peek; reset by Ack
@@ -148,19 +153,23 @@ func Open(dir string, cfg Config) (*Queue, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(dir, dirPerm); err != nil {
+	if cfg.FS == nil {
+		cfg.FS = vfs.OS
+	}
+	if err := cfg.FS.MkdirAll(dir, dirPerm); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	dirF, err := os.Open(dir)
+	dirF, err := cfg.FS.OpenFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	lockF, err := lockDir(dir)
+	lockF, err := lockDir(cfg.FS, dir)
 	if err != nil {
 		dirF.Close()
 		return nil, err
 	}
 	q := &Queue{
+		fs:       cfg.FS,
 		dir:      dir,
 		dirF:     dirF,
 		lockF:    lockF,
@@ -196,7 +205,7 @@ func (q *Queue) setMinFree(cfg int64) error {
 	if cfg < 0 {
 		return nil
 	}
-	_, size, err := diskSpace(q.dirF)
+	_, size, err := q.diskSpace()
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):
 		return nil
@@ -210,6 +219,17 @@ func (q *Queue) setMinFree(cfg int64) error {
 	return nil
 }
 
+// diskSpace returns the bytes free to an unprivileged user on the
+// filesystem holding the spool, and its size; errors.ErrUnsupported where
+// that cannot be known.
+func (q *Queue) diskSpace() (avail, size int64, err error) {
+	avail, size, err = q.fs.DiskSpace(q.dir)
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return 0, 0, fmt.Errorf("spool: %w", err)
+	}
+	return avail, size, err
+}
+
 // defaultMinFree is the default reserve on a filesystem of size bytes.
 func defaultMinFree(size int64) int64 {
 	return min(defaultMinFreeCap, size/100*defaultMinFreePercent)
@@ -217,16 +237,16 @@ func defaultMinFree(size int64) int64 {
 
 // recover rebuilds the in-memory state from the directory.
 func (q *Queue) recover() error {
-	if err := os.Remove(filepath.Join(q.dir, cursorTmpName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := q.fs.Remove(filepath.Join(q.dir, cursorTmpName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("spool: %w", err)
 	}
 	cursorPath := filepath.Join(q.dir, cursorName)
-	cur, err := readCursor(cursorPath, q.log)
+	cur, err := readCursor(q.fs, cursorPath, q.log)
 	if err != nil {
 		return err
 	}
 	cursor := cur.seq
-	files, err := listSegments(q.dir)
+	files, err := listSegments(q.fs, q.dir)
 	if err != nil {
 		return err
 	}
@@ -238,7 +258,7 @@ func (q *Queue) recover() error {
 	// Segments followed by one starting at or before the cursor hold only
 	// acked records; Ack deletes them, and a crash may have left some.
 	for len(files) > 1 && files[1].base <= cursor {
-		if err := os.Remove(files[0].path); err != nil {
+		if err := q.fs.Remove(files[0].path); err != nil {
 			return fmt.Errorf("spool: remove acked segment: %w", err)
 		}
 		files, changed = files[1:], true
@@ -271,7 +291,7 @@ func (q *Queue) recover() error {
 	end := cursor
 	for len(segs) > 0 && segs[0].base+uint64(segs[0].count) <= cursor {
 		end = segs[0].base + uint64(segs[0].count)
-		if err := os.Remove(segs[0].path); err != nil {
+		if err := q.fs.Remove(segs[0].path); err != nil {
 			return fmt.Errorf("spool: remove acked segment: %w", err)
 		}
 		segs, changed, headOff = segs[1:], true, -1
@@ -292,7 +312,7 @@ func (q *Queue) recover() error {
 	if len(segs) > 0 {
 		act := segs[len(segs)-1]
 		q.nextSeq = act.base + uint64(act.count)
-		f, err := os.OpenFile(act.path, os.O_RDWR, 0)
+		f, err := q.fs.OpenFile(act.path, os.O_RDWR, 0)
 		if err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
@@ -313,14 +333,14 @@ func (q *Queue) recover() error {
 	// replaced by a slotted file now.
 	switch cur.kind {
 	case cursorSlots:
-		q.cur, err = openCursor(cursorPath, cur.gen)
+		q.cur, err = openCursor(q.fs, cursorPath, cur.gen)
 	case cursorText:
-		if q.cur, err = createCursor(q.dir, q.dirF, q.headSeq); err != nil {
+		if q.cur, err = createCursor(q.fs, q.dir, q.dirF, q.headSeq); err != nil {
 			return fmt.Errorf("spool: convert the text cursor file %s (sequence number %d) to the slotted format: %w", cursorPath, cur.seq, err)
 		}
 		q.log.Info("spool converted the cursor file to the slotted format", "file", cursorPath, "seq", q.headSeq)
 	default:
-		q.cur, err = createCursor(q.dir, q.dirF, q.headSeq)
+		q.cur, err = createCursor(q.fs, q.dir, q.dirF, q.headSeq)
 	}
 	if err != nil {
 		return err
@@ -339,7 +359,7 @@ func (q *Queue) recoverSegment(sf segmentFile, cursor uint64, last bool, changed
 	if last {
 		flag = os.O_RDWR // to truncate a torn tail
 	}
-	f, err := os.OpenFile(sf.path, flag, 0)
+	f, err := q.fs.OpenFile(sf.path, flag, 0)
 	if err != nil {
 		return nil, 0, fmt.Errorf("spool: %w", err)
 	}
@@ -361,7 +381,7 @@ func (q *Queue) recoverSegment(sf segmentFile, cursor uint64, last bool, changed
 }
 
 // dropTornTail truncates the last segment after its last valid record.
-func (q *Queue) dropTornTail(f *os.File, res scanResult) error {
+func (q *Queue) dropTornTail(f vfs.File, res scanResult) error {
 	if err := f.Truncate(res.end); err != nil {
 		return fmt.Errorf("spool: truncate torn tail of %s: %w", res.bad.Path, err)
 	}
@@ -466,7 +486,7 @@ func (q *Queue) checkFree(size int64) error {
 	if q.minFree < 0 {
 		return nil
 	}
-	free, _, err := diskSpace(q.dirF)
+	free, _, err := q.diskSpace()
 	if err != nil {
 		return err
 	}
@@ -487,18 +507,18 @@ func (q *Queue) roll(old *segment) (*segment, error) {
 		}
 	}
 	path := segmentPath(q.dir, q.nextSeq)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
+	f, err := q.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
 		return nil, fmt.Errorf("spool: new segment: %w", err)
 	}
 	if err := q.dirF.Sync(); err != nil {
 		f.Close()
-		_ = os.Remove(path)
+		_ = q.fs.Remove(path)
 		return nil, fmt.Errorf("spool: new segment: sync %s: %w", q.dir, err)
 	}
 	s := &segment{base: q.nextSeq, path: path, wf: f}
 	q.mu.Lock()
-	var oldWF *os.File
+	var oldWF vfs.File
 	if old != nil {
 		oldWF, old.wf = old.wf, nil
 	}
@@ -583,7 +603,7 @@ func (q *Queue) removeFiles(segs []*segment) {
 			s.wf.Close()
 			s.wf = nil
 		}
-		if err := os.Remove(s.path); err != nil {
+		if err := q.fs.Remove(s.path); err != nil {
 			q.log.Warn("spool could not delete an acked segment", "file", s.path, "err", err)
 		}
 	}
@@ -773,7 +793,7 @@ func (q *Queue) readAt(s segSnap, off int64) error {
 			q.rf.Close()
 			q.rf, q.rseg = nil, nil
 		}
-		f, err := os.Open(s.seg.path)
+		f, err := q.fs.OpenFile(s.seg.path, os.O_RDONLY, 0)
 		if err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
@@ -846,7 +866,7 @@ func (q *Queue) Room() int64 {
 	room := q.maxBytes - q.bytes
 	q.mu.Unlock()
 	if q.minFree >= 0 {
-		if free, _, err := diskSpace(q.dirF); err == nil {
+		if free, _, err := q.diskSpace(); err == nil {
 			room = min(room, free-q.minFree-roomSlack)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/eventlogging/eventlogging/internal/testsupport"
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 // logBuffer collects log output; safe for concurrent writes.
@@ -84,7 +85,7 @@ func peekAll(t testing.TB, q *Queue) []Record {
 // segmentFiles returns the segment file names in dir and their total size.
 func segmentFiles(t testing.TB, dir string) ([]string, int64) {
 	t.Helper()
-	files, err := listSegments(dir)
+	files, err := listSegments(vfs.OS, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +334,7 @@ func TestCursorBeforeFirstSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.Close()
-	files, err := listSegments(dir)
+	files, err := listSegments(vfs.OS, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +342,7 @@ func TestCursorBeforeFirstSegment(t *testing.T) {
 	if first == 0 || first > 17 {
 		t.Fatalf("first segment starts at %d, want acked segments deleted", first)
 	}
-	c, err := createCursor(dir, mustOpen(t, dir), 0)
+	c, err := createCursor(vfs.OS, dir, mustOpen(t, dir), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -110,4 +112,46 @@ func lockDir(fsys vfs.FS, dir string) (io.Closer, error) {
 		return nil, fmt.Errorf("spool: lock: %w", err)
 	}
 	return l, nil
+}
+
+// makeDir creates dir and any missing parents, and fsyncs the directory
+// holding each one it created: a new directory's entry is durable only
+// once its parent is synced, and a power loss that took the spool's
+// directory away would take every record in it.
+func makeDir(fsys vfs.FS, dir string) error {
+	var created []string // from dir up
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := fsys.Stat(d); !errors.Is(err, fs.ErrNotExist) {
+			break // there, or MkdirAll will say what is wrong
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := fsys.MkdirAll(dir, dirPerm); err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	for _, d := range created {
+		if err := syncDir(fsys, filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDir fsyncs the directory dir, making its entries durable.
+func syncDir(fsys vfs.FS, dir string) error {
+	f, err := fsys.OpenFile(dir, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("spool: sync %s: %w", dir, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("spool: sync %s: %w", dir, err)
+	}
+	return nil
 }

@@ -135,8 +135,9 @@ type Queue struct {
 	closed   bool
 }
 
-// Open opens the spool in dir, creating dir if needed, and recovers its
-// state: it validates the segments, truncates a torn tail of the last one
+// Open opens the spool in dir, creating dir and its parents if needed
+// (and fsyncing the directories that hold them), and recovers its state:
+// it validates the segments, truncates a torn tail of the last one
 // (logging the bytes dropped) and resumes at the cursor. Corruption
 // anywhere else is an error (a *CorruptError for a bad frame) rather than
 // silent loss.
@@ -156,8 +157,8 @@ func Open(dir string, cfg Config) (*Queue, error) {
 	if cfg.FS == nil {
 		cfg.FS = vfs.OS
 	}
-	if err := cfg.FS.MkdirAll(dir, dirPerm); err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
+	if err := makeDir(cfg.FS, dir); err != nil {
+		return nil, err
 	}
 	dirF, err := cfg.FS.OpenFile(dir, os.O_RDONLY, 0)
 	if err != nil {

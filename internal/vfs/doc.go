@@ -16,9 +16,11 @@
 //     in the file. A directory made by MkdirAll is an entry of its parent
 //     like any other.
 //
-// Nothing unsynced survives in part: the strict model drops it all. A test
-// can also stop the file system at any mutating operation with
-// [Mem.CrashAfter], to crash between every two steps of a workload.
+// Nothing unsynced survives: the strict model drops it all.
+// [Mem.CrashKeeping] lets a test choose what an unsynced file holds instead
+// (part of a write, as a disk that wrote some pages back), to make torn
+// writes. A test can also stop the file system at any mutating operation
+// with [Mem.CrashAfter], to crash between every two steps of a workload.
 //
 // Locks ([FS.Lock]) and free space ([FS.DiskSpace]) are the operating
 // system's on [OS] (flock and statfs); [Mem] keeps its own locks, released

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -85,32 +86,48 @@ func (m *Mem) Crashed() string {
 // Crash simulates a power loss and a restart: every file goes back to the
 // data of its last Sync, every directory to the entries of its last Sync,
 // Files opened before fail with ErrCrashed, locks are released, and the
-// crash point is removed.
-func (m *Mem) Crash() {
+// crash point is removed. It is CrashKeeping(nil).
+func (m *Mem) Crash() { m.CrashKeeping(nil) }
+
+// KeepFunc returns what the file at path holds after a power loss, given
+// the data it had at its last Sync and the data last written to it (which
+// differ). It may return any bytes, such as synced and a part of what
+// followed, as a disk that wrote some pages back before the power went.
+type KeepFunc func(path string, synced, written []byte) []byte
+
+// CrashKeeping is Crash, except that keep (if not nil) decides what each
+// file whose data changed since its last Sync holds afterwards. Directory
+// entries are as strict as in Crash: keep is called only for the files
+// whose entries were synced.
+func (m *Mem) CrashKeeping(keep KeepFunc) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.root = m.root.afterCrash(map[*memNode]*memNode{})
+	m.root = m.root.afterCrash("/", keep, map[*memNode]*memNode{})
 	m.epoch++
 	m.crashIn = -1
 	m.crashed = ""
 	clear(m.locks)
 }
 
-// afterCrash returns a new node holding what n keeps through a power loss.
-// done maps nodes already copied to their copies.
-func (n *memNode) afterCrash(done map[*memNode]*memNode) *memNode {
+// afterCrash returns a new node holding what n, at path, keeps through a
+// power loss. done maps nodes already copied to their copies.
+func (n *memNode) afterCrash(path string, keep KeepFunc, done map[*memNode]*memNode) *memNode {
 	if c, ok := done[n]; ok {
 		return c
 	}
 	c := &memNode{dir: n.dir, mode: n.mode}
 	done[n] = c
 	if !n.dir {
-		c.data, c.synced = slices.Clone(n.synced), slices.Clone(n.synced)
+		data := n.synced
+		if keep != nil && !bytes.Equal(n.synced, n.data) {
+			data = keep(path, slices.Clone(n.synced), slices.Clone(n.data))
+		}
+		c.data, c.synced = slices.Clone(data), slices.Clone(data)
 		return c
 	}
 	c.children = make(map[string]*memNode, len(n.syncedChildren))
 	for name, child := range n.syncedChildren {
-		c.children[name] = child.afterCrash(done)
+		c.children[name] = child.afterCrash(strings.TrimSuffix(path, "/")+"/"+name, keep, done)
 	}
 	c.syncedChildren = maps.Clone(c.children)
 	return c

@@ -395,3 +395,42 @@ func syncDir(t *testing.T, m *Mem, dir string) {
 	defer d.Close()
 	must(t, d.Sync())
 }
+
+// TestMemCrashKeeping: the keep function decides what a file whose data
+// changed since its last Sync holds; directory entries stay strict.
+func TestMemCrashKeeping(t *testing.T) {
+	m := NewStrictMem()
+	must(t, m.MkdirAll("/d", 0o750))
+	syncDir(t, m, "/")
+	writeSync(t, m, "/d/f", "synced")
+	writeSync(t, m, "/d/same", "same")
+	syncDir(t, m, "/d")
+	writeFile(t, m, "/d/new", "entry not synced")
+	f, err := m.OpenFile("/d/f", os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	if _, err := f.Write([]byte(" and not")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var calls []string
+	m.CrashKeeping(func(path string, synced, written []byte) []byte {
+		calls = append(calls, path)
+		if string(synced) != "synced" || string(written) != "synced and not" {
+			t.Errorf("keep(%q, %q, %q)", path, synced, written)
+		}
+		return written[:len(synced)+4]
+	})
+	if !slices.Equal(calls, []string{"/d/f"}) {
+		t.Fatalf("keep called for %q, want only /d/f", calls)
+	}
+	if got := names(t, m, "/d"); !slices.Equal(got, []string{"f", "same"}) {
+		t.Fatalf("after the crash: %v", got)
+	}
+	if got := readFile(t, m, "/d/f"); got != "synced and" {
+		t.Fatalf("/d/f after the crash: %q", got)
+	}
+	m.Crash() // what keep returned is durable
+	if got := readFile(t, m, "/d/f"); got != "synced and" {
+		t.Fatalf("/d/f after a second crash: %q", got)
+	}
+}

@@ -1,12 +1,16 @@
 package spool
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/eventlogging/eventlogging/internal/vfs"
@@ -14,22 +18,27 @@ import (
 
 // The power-loss tests run a workload on a vfs.Mem, stop it at every
 // mutating file-system operation in turn (a write, a truncate, an fsync, a
-// create, a rename, a remove), throw away whatever was not fsync'd, and
-// reopen. Then, for every crash point, they also crash the recovering Open
-// at each of its own operations and reopen again. After each, the spool
-// must hold what the package documentation promises:
+// create, a rename, a remove), throw away whatever was not fsync'd (or,
+// with torn writes, keep half of what was written to a file since its
+// last fsync), and reopen. Then, for every crash point, they also crash
+// the recovering Open at each of its own operations and reopen again.
+// After each, the spool must hold what the package documentation
+// promises:
 //
 //   - every record whose Append returned nil, unless an Ack covering it
 //     was called;
 //   - no record covered by an Ack that returned nil;
 //   - of the records an Ack that did not return covered (the crash was
 //     inside it), a suffix or none (the cursor moved or not);
-//   - of the records of an Append that did not return, all or none;
+//   - of the records of an Append that did not return, all or none; with
+//     torn writes, the first k of them, and never a torn record;
 //   - nothing else, each record once, in append order, numbered as
 //     appended (Peek returns exactly the records from the head sequence
 //     number to the next one).
 //
-// Then the recovered spool must go on: Append, Peek and Ack, and a reopen.
+// Then the recovered spool must go on: an Append that starts a new segment
+// file, a power loss, the same checks, an Ack of everything, and a power
+// loss, after which it is empty.
 
 // powerLossDir is where the workloads keep the spool: two levels below the
 // root, so that Open creates directories too.
@@ -73,8 +82,30 @@ var textCursorWorkload = []step{
 }
 
 // powerLossConfig is the Config of the workloads: small segments.
-func powerLossConfig(fsys vfs.FS) Config {
-	return Config{SegmentBytes: 256, FS: fsys, Logger: discardLogger()}
+func powerLossConfig(fsys vfs.FS, log *slog.Logger) Config {
+	return Config{SegmentBytes: 256, FS: fsys, Logger: log}
+}
+
+// countingHandler is a slog.Handler that counts records by message.
+type countingHandler struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler            { return h }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n[r.Message]++
+	return nil
+}
+
+func (h *countingHandler) count(msg string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n[msg]
 }
 
 // idRecords returns n records numbered from first; the number is the
@@ -113,14 +144,14 @@ type history struct {
 // runWorkload runs steps on fsys from h until an operation fails, which
 // must be the simulated crash, and returns what was returned to the
 // caller. The queue is left open, as a process that lost its power would.
-func runWorkload(t *testing.T, fsys *vfs.Mem, steps []step, h history) history {
+func runWorkload(t *testing.T, fsys *vfs.Mem, log *slog.Logger, steps []step, h history) history {
 	t.Helper()
 	var q *Queue
 	for i, s := range steps {
 		var err error
 		switch s.op {
 		case "open":
-			q, err = Open(powerLossDir, powerLossConfig(fsys))
+			q, err = Open(powerLossDir, powerLossConfig(fsys, log))
 		case "close":
 			err = q.Close()
 		case "append":
@@ -172,9 +203,10 @@ func runWorkload(t *testing.T, fsys *vfs.Mem, steps []step, h history) history {
 }
 
 // checkAfterCrash checks that q, opened after a power loss, holds what h
-// allows (see the top of this file). It returns the records it holds, as
-// their numbers from the first to one past the last.
-func checkAfterCrash(q *Queue, h history) (first, end int, err error) {
+// allows (see the top of this file); with torn, a part of the Append that
+// did not return may be there. It returns the records it holds, as their
+// numbers from the first to one past the last.
+func checkAfterCrash(q *Queue, h history, torn bool) (first, end int, err error) {
 	got, err := q.Peek(q.Len() + 1)
 	if err != nil {
 		return 0, 0, fmt.Errorf("Peek: %w", err)
@@ -205,42 +237,47 @@ func checkAfterCrash(q *Queue, h history) (first, end int, err error) {
 			return head, next, fmt.Errorf("record %d is lost: its Append returned nil and no Ack covered it (acked %d, then %d in the Ack that crashed)", id, h.acked, h.acking)
 		}
 	}
-	if next != h.appended && next != h.appended+h.pending {
+	switch {
+	case next < h.appended || next > h.appended+h.pending:
+		return head, next, fmt.Errorf("the spool ends before record %d: the Appends that returned nil end before %d, the one that crashed before %d",
+			next, h.appended, h.appended+h.pending)
+	case !torn && next != h.appended && next != h.appended+h.pending:
 		return head, next, fmt.Errorf("the spool ends before record %d: the Appends that returned nil end before %d, the one that crashed before %d (all or nothing)",
 			next, h.appended, h.appended+h.pending)
 	}
 	return head, next, nil
 }
 
-// useAfterCrash checks that the recovered q goes on: it appends after the
-// records it holds (first to end), acks them all, and is empty after a
-// reopen.
-func useAfterCrash(fsys *vfs.Mem, q *Queue, first, end int) error {
-	if err := q.Append(idRecords(end, 3)); err != nil {
+// useAfterCrash checks that the recovered q, holding records first to
+// end-1, goes on: an Append that starts a new segment file, a power loss,
+// the records all there after a reopen; then an Ack of them all, a power
+// loss, and none there after a reopen.
+func useAfterCrash(fsys *vfs.Mem, log *slog.Logger, q *Queue, first, end int, keep vfs.KeepFunc) error {
+	const n = 12 // more than a segment holds: a new file unless the last is empty
+	if err := q.Append(idRecords(end, n)); err != nil {
 		return fmt.Errorf("Append: %w", err)
 	}
-	got, err := q.Peek(q.Len())
+	fsys.CrashKeeping(keep)
+	q, err := Open(powerLossDir, powerLossConfig(fsys, log))
 	if err != nil {
-		return fmt.Errorf("Peek: %w", err)
+		return fmt.Errorf("Open after an Append of records %d to %d and a power loss: %w", end, end+n-1, err)
 	}
-	for i, r := range got {
-		if id, err := recordID(r); err != nil || id != first+i {
-			return fmt.Errorf("after an Append of records %d to %d, record %d from the head is %d (%v), want %d", end, end+2, i, id, err, first+i)
-		}
+	defer q.Close()
+	h := history{acked: first, appended: end + n}
+	head, next, err := checkAfterCrash(q, h, false)
+	if err == nil && head != first {
+		err = fmt.Errorf("the spool starts at record %d, not %d", head, first)
 	}
-	if len(got) != end+3-first {
-		return fmt.Errorf("after an Append of records %d to %d, %d records from %d", end, end+2, len(got), first)
+	if err != nil {
+		return fmt.Errorf("after an Append of records %d to %d and a power loss, reopened (records %d to %d): %w", end, end+n-1, head, next-1, err)
 	}
-	if err := q.Ack(len(got)); err != nil {
+	if err := q.Ack(q.Len()); err != nil {
 		return fmt.Errorf("Ack: %w", err)
 	}
-	if err := q.Close(); err != nil {
-		return fmt.Errorf("Close: %w", err)
-	}
-	fsys.Crash()
-	q, err = Open(powerLossDir, powerLossConfig(fsys))
+	fsys.CrashKeeping(keep)
+	q, err = Open(powerLossDir, powerLossConfig(fsys, log))
 	if err != nil {
-		return fmt.Errorf("reopen: %w", err)
+		return fmt.Errorf("Open after acking everything and a power loss: %w", err)
 	}
 	defer q.Close()
 	if q.Len() != 0 {
@@ -251,14 +288,18 @@ func useAfterCrash(fsys *vfs.Mem, q *Queue, first, end int) error {
 
 // powerLossAtEveryStep runs steps after setup, crashing at each of their
 // operations and then at each operation of the recovering Open, and checks
-// the spool after each; it returns the crash points it tried.
-func powerLossAtEveryStep(t *testing.T, setup func(*testing.T, *vfs.Mem) history, steps []step) (points int) {
+// the spool after each. keep is what a power loss keeps of unsynced files
+// (vfs.Mem.CrashKeeping); nil keeps nothing. It returns the crash points
+// it tried and the spool's log messages, counted.
+func powerLossAtEveryStep(t *testing.T, setup func(*testing.T, *vfs.Mem) history, steps []step, keep vfs.KeepFunc) (points int, logs *countingHandler) {
 	t.Helper()
+	logs = &countingHandler{n: map[string]int{}}
+	log := slog.New(logs)
 	run := func(crashAt int) (*vfs.Mem, history) {
 		fsys := vfs.NewStrictMem()
 		h := setup(t, fsys)
 		fsys.CrashAfter(crashAt)
-		return fsys, runWorkload(t, fsys, steps, h)
+		return fsys, runWorkload(t, fsys, log, steps, h)
 	}
 	setupFS := vfs.NewStrictMem()
 	setup(t, setupFS)
@@ -278,15 +319,15 @@ func powerLossAtEveryStep(t *testing.T, setup func(*testing.T, *vfs.Mem) history
 			if n == total {
 				what = "power loss after the workload"
 			}
-			fsys.Crash()
+			fsys.CrashKeeping(keep)
 
 			// A power loss during the recovery too, at its operation m.
 			fsys.CrashAfter(m)
-			q, err := Open(powerLossDir, powerLossConfig(fsys))
+			q, err := Open(powerLossDir, powerLossConfig(fsys, log))
 			recovered := fsys.Crashed() == ""
 			switch {
 			case err == nil && recovered:
-				first, end, err := checkAfterCrash(q, h)
+				first, end, err := checkAfterCrash(q, h, keep != nil)
 				if err != nil {
 					t.Fatalf("%s, reopened: %v\nfiles:\n%s", what, err, fsys)
 				}
@@ -296,18 +337,18 @@ func powerLossAtEveryStep(t *testing.T, setup func(*testing.T, *vfs.Mem) history
 			default:
 				what += fmt.Sprintf(", then at operation %d of the recovery (%s)", m, fsys.Crashed())
 			}
-			fsys.Crash()
+			fsys.CrashKeeping(keep)
 			points++
 
-			q, err = Open(powerLossDir, powerLossConfig(fsys))
+			q, err = Open(powerLossDir, powerLossConfig(fsys, log))
 			if err != nil {
 				t.Fatalf("%s: Open: %v\nfiles:\n%s", what, err, fsys)
 			}
-			first, end, err := checkAfterCrash(q, h)
+			first, end, err := checkAfterCrash(q, h, keep != nil)
 			if err != nil {
 				t.Fatalf("%s, reopened: %v\nfiles:\n%s", what, err, fsys)
 			}
-			if err := useAfterCrash(fsys, q, first, end); err != nil {
+			if err := useAfterCrash(fsys, log, q, first, end, keep); err != nil {
 				t.Fatalf("%s, reopened (records %d to %d): %v", what, first, end-1, err)
 			}
 			if recovered {
@@ -315,59 +356,138 @@ func powerLossAtEveryStep(t *testing.T, setup func(*testing.T, *vfs.Mem) history
 			}
 		}
 	}
-	return points
+	return points, logs
 }
+
+// The spool's log messages for what only a torn write leaves.
+const (
+	logTornTail = "spool dropped a torn tail"
+	logTornSlot = "spool cursor slot is invalid; using the other one"
+)
 
 // TestPowerLossAtEveryStep: a spool from nothing, through segment rolls,
 // Acks within and across segments, draining, and a reopen.
 func TestPowerLossAtEveryStep(t *testing.T) {
-	points := powerLossAtEveryStep(t, func(*testing.T, *vfs.Mem) history { return history{} }, freshWorkload)
+	points, logs := powerLossAtEveryStep(t, freshSpool, freshWorkload, nil)
+	if n := logs.count(logTornTail) + logs.count(logTornSlot); n != 0 {
+		t.Errorf("%d torn tails or cursor slots, where nothing unsynced survives", n)
+	}
 	t.Logf("%d crash points", points)
 }
 
 // TestPowerLossAtEveryStepTextCursor: a spool an older version left, with
 // a text cursor file, which Open replaces by the slotted one.
 func TestPowerLossAtEveryStepTextCursor(t *testing.T) {
-	const records, cursor = 20, 4
-	setup := func(t *testing.T, fsys *vfs.Mem) history {
-		h := runWorkload(t, fsys, []step{{"open", 0}, {"append", 6}, {"append", 8}, {"append", 6}, {"close", 0}}, history{})
-		if h.crashed != "" || h.appended != records {
-			t.Fatalf("set-up: %+v", h)
-		}
-		// The older version's durable state: every file and entry synced.
-		path := filepath.Join(powerLossDir, cursorName)
-		f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := fmt.Fprintf(f, "%d\n", cursor); err != nil {
-			t.Fatal(err)
-		}
-		for _, err := range []error{f.Sync(), f.Close(), syncDirs(fsys, powerLossDir)} {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		fsys.Crash()
-		h.acked = cursor
-		return h
+	points, logs := powerLossAtEveryStep(t, textCursorSpool, textCursorWorkload, nil)
+	if n := logs.count(logTornTail) + logs.count(logTornSlot); n != 0 {
+		t.Errorf("%d torn tails or cursor slots, where nothing unsynced survives", n)
 	}
-	points := powerLossAtEveryStep(t, setup, textCursorWorkload)
 	t.Logf("%d crash points", points)
 }
 
-// syncDirs syncs dir and every directory above it.
-func syncDirs(fsys vfs.FS, dir string) error {
-	for {
-		d, err := fsys.OpenFile(dir, os.O_RDONLY, 0)
+// TestPowerLossTornWrites: both workloads, where a power loss keeps half
+// of what was written to a file since its last fsync (see tornWrite), so
+// that Appends and cursor slots are torn: Open truncates torn tails and
+// reads the cursor from its other slot.
+func TestPowerLossTornWrites(t *testing.T) {
+	for name, w := range map[string]struct {
+		setup func(*testing.T, *vfs.Mem) history
+		steps []step
+	}{
+		"fresh":       {freshSpool, freshWorkload},
+		"text cursor": {textCursorSpool, textCursorWorkload},
+	} {
+		t.Run(name, func(t *testing.T) {
+			points, logs := powerLossAtEveryStep(t, w.setup, w.steps, tornWrite)
+			tails, slots := logs.count(logTornTail), logs.count(logTornSlot)
+			if tails == 0 || slots == 0 {
+				t.Errorf("%d torn tails and %d torn cursor slots: the test does not test what it says", tails, slots)
+			}
+			t.Logf("%d crash points, %d torn tails dropped, %d torn cursor slots", points, tails, slots)
+		})
+	}
+}
+
+// tornWrite is a vfs.KeepFunc: a file that was appended to since its last
+// fsync keeps half of the bytes appended, one overwritten in place keeps
+// the first half of the bytes that changed (of a cursor slot: half a
+// slot), and any other its synced data.
+func tornWrite(_ string, synced, written []byte) []byte {
+	switch {
+	case len(written) > len(synced) && bytes.Equal(written[:len(synced)], synced):
+		return written[:len(synced)+(len(written)-len(synced))/2]
+	case len(written) == len(synced):
+		i := 0
+		for synced[i] == written[i] {
+			i++
+		}
+		j := len(synced)
+		for synced[j-1] == written[j-1] {
+			j--
+		}
+		copy(synced[i:], written[i:i+(j-i)/2])
+	}
+	return synced
+}
+
+// freshSpool is the set-up of a workload that starts from nothing.
+func freshSpool(*testing.T, *vfs.Mem) history { return history{} }
+
+// textCursorSpool leaves the spool an older version would have: 20
+// records in three segments, the first 4 acked, and a text cursor file,
+// every file and entry synced.
+func textCursorSpool(t *testing.T, fsys *vfs.Mem) history {
+	const records, cursor = 20, 4
+	h := runWorkload(t, fsys, discardLogger(), []step{{"open", 0}, {"append", 6}, {"append", 8}, {"append", 6}, {"close", 0}}, history{})
+	if h.crashed != "" || h.appended != records {
+		t.Fatalf("set-up: %+v", h)
+	}
+	path := filepath.Join(powerLossDir, cursorName)
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(f, "%d\n", cursor); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := syncAll(fsys, powerLossDir); err != nil {
+		t.Fatal(err)
+	}
+	fsys.Crash()
+	if files, err := listSegments(fsys, powerLossDir); err != nil || len(files) != 3 {
+		t.Fatalf("set-up: segment files %v, %v; want 3", files, err)
+	}
+	h.acked = cursor
+	return h
+}
+
+// syncAll syncs the files in dir, dir, and every directory above it.
+func syncAll(fsys vfs.FS, dir string) error {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var paths []string
+	for _, e := range entries {
+		paths = append(paths, filepath.Join(dir, e.Name()))
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		paths = append(paths, d)
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for _, p := range paths {
+		f, err := fsys.OpenFile(p, os.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
-		err = d.Sync()
-		d.Close()
-		if err != nil || dir == filepath.Dir(dir) {
+		err = f.Sync()
+		f.Close()
+		if err != nil {
 			return err
 		}
-		dir = filepath.Dir(dir)
 	}
+	return nil
 }

@@ -312,7 +312,7 @@ func TestDefaultMinFree(t *testing.T) {
 // Append is ErrFull and writes nothing; with the check disabled it works.
 func TestMinFreeBytesUnreachable(t *testing.T) {
 	dir := t.TempDir()
-	if _, _, err := vfs.OS.DiskSpace(dir); errors.Is(err, errors.ErrUnsupported) {
+	if _, _, err := vfs.OS.DiskSpace(mustOpen(t, dir)); errors.Is(err, errors.ErrUnsupported) {
 		t.Skip("no free-space check on this platform")
 	}
 	q := open(t, dir, Config{MinFreeBytes: 1 << 62})

@@ -224,7 +224,7 @@ func (q *Queue) setMinFree(cfg int64) error {
 // filesystem holding the spool, and its size; errors.ErrUnsupported where
 // that cannot be known.
 func (q *Queue) diskSpace() (avail, size int64, err error) {
-	avail, size, err = q.fs.DiskSpace(q.dir)
+	avail, size, err = q.fs.DiskSpace(q.dirF)
 	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		return 0, 0, fmt.Errorf("spool: %w", err)
 	}

@@ -407,13 +407,14 @@ func (l *memLock) Close() error {
 }
 
 // DiskSpace implements FS: MemCapacity less the bytes of the files.
-func (m *Mem) DiskSpace(path string) (avail, size int64, err error) {
+func (m *Mem) DiskSpace(f File) (avail, size int64, err error) {
+	mf, ok := f.(*memFile)
+	if !ok || mf.m != m {
+		return 0, 0, fmt.Errorf("vfs: DiskSpace of a %T, not a file this Mem opened", f)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.begin("statfs", path, false); err != nil {
-		return 0, 0, err
-	}
-	if _, err := m.node("statfs", path); err != nil {
+	if err := mf.begin("statfs", false, false); err != nil {
 		return 0, 0, err
 	}
 	return max(MemCapacity-m.root.bytes(), 0), MemCapacity, nil

@@ -5,6 +5,6 @@ package vfs
 import "errors"
 
 // DiskSpace returns errors.ErrUnsupported: this platform has no statfs.
-func (osFS) DiskSpace(string) (avail, size int64, err error) {
+func (osFS) DiskSpace(File) (avail, size int64, err error) {
 	return 0, 0, errors.ErrUnsupported
 }

@@ -31,9 +31,10 @@ type FS interface {
 	// Closer is closed; an error matching ErrLocked if another holds it.
 	Lock(name string, perm fs.FileMode) (io.Closer, error)
 	// DiskSpace returns the bytes available to an unprivileged user on the
-	// file system holding path, and the file system's size; an error
-	// matching errors.ErrUnsupported where that cannot be known.
-	DiskSpace(path string) (avail, size int64, err error)
+	// file system holding f, a file or directory this FS opened, and the
+	// file system's size; an error matching errors.ErrUnsupported where
+	// that cannot be known.
+	DiskSpace(f File) (avail, size int64, err error)
 }
 
 // File is an open file or directory. *os.File is one.

@@ -1133,12 +1133,22 @@ func setFromString(f reflect.Value, s string) error {
 }
 
 // redactDSN hides a password in a DSN for error messages: secrets are never
-// printed.
+// printed. The password is what follows the user and a colon in the user
+// information, after "scheme://" (or mysql:'s "mysql:"); the rest is kept,
+// and a DSN with a user and no password is unchanged.
 func redactDSN(dsn string) string {
-	if i := strings.Index(dsn, "@"); i > 0 {
-		if j := strings.LastIndex(dsn[:i], ":"); j > 0 {
-			return dsn[:j+1] + "***" + dsn[i:]
-		}
+	at := strings.Index(dsn, "@")
+	if at < 0 {
+		return dsn
+	}
+	user := 0 // where the user information starts
+	if i := strings.Index(dsn[:at], "://"); i >= 0 {
+		user = i + len("://")
+	} else if strings.HasPrefix(dsn, "mysql:") {
+		user = len("mysql:")
+	}
+	if j := strings.Index(dsn[user:at], ":"); j >= 0 {
+		return dsn[:user+j+1] + "***" + dsn[at:]
 	}
 	return dsn
 }

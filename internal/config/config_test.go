@@ -142,6 +142,25 @@ func TestSecurityKeys(t *testing.T) {
 	}
 }
 
+// TestRedactDSN: only a DSN's password is hidden; its scheme, user, host
+// and parameters print as written, also with no password.
+func TestRedactDSN(t *testing.T) {
+	for _, tc := range []struct{ dsn, want string }{
+		{"postgresql://eventlogging@db.example.org:5432/iceberg?sslmode=verify-full", "postgresql://eventlogging@db.example.org:5432/iceberg?sslmode=verify-full"},
+		{"postgresql://eventlogging:pw@db.example.org:5432/iceberg", "postgresql://eventlogging:***@db.example.org:5432/iceberg"},
+		{"postgres://el:pw:with:colons@db/events", "postgres://el:***@db/events"},
+		{"https://client:secret@catalog.example.org/api/catalog", "https://client:***@catalog.example.org/api/catalog"},
+		{"mysql:el:pw@tcp(db:3306)/events", "mysql:el:***@tcp(db:3306)/events"},
+		{"mysql:el@tcp(db:3306)/events", "mysql:el@tcp(db:3306)/events"},
+		{"el:pw@tcp(db:3306)/events", "el:***@tcp(db:3306)/events"},
+		{"sqlite:///var/lib/eventlogging/iceberg.db", "sqlite:///var/lib/eventlogging/iceberg.db"},
+	} {
+		if got := redactDSN(tc.dsn); got != tc.want {
+			t.Errorf("redactDSN(%q) = %q, want %q", tc.dsn, got, tc.want)
+		}
+	}
+}
+
 // TestSecretsNeverPrinted: Redacted (what check-config prints) hides the
 // SASL password, the tokens and a DSN's password, and leaves c alone;
 // validation errors never quote the password.

@@ -87,13 +87,20 @@ func warehouseRun(t *testing.T, target string, read func() testsupport.ParquetRe
 // (files, iceberg) on a standalone's /metrics.
 func publishedRowsOf(t *testing.T, base, sinkName string) int {
 	t.Helper()
+	return sinkRowsOf(t, base, "eventlogging_sink_rows_published_total", sinkName)
+}
+
+// sinkRowsOf sums the counter metric of one sink (sql, files, iceberg) on
+// a standalone's /metrics.
+func sinkRowsOf(t *testing.T, base, metric, sinkName string) int {
+	t.Helper()
 	_, page, err := get(t.Context(), base+"/metrics")
 	if err != nil {
 		return 0
 	}
 	n := 0
 	for line := range strings.Lines(page) {
-		if !strings.HasPrefix(line, "eventlogging_sink_rows_published_total{") || !strings.Contains(line, `sink="`+sinkName+`"`) {
+		if !strings.HasPrefix(line, metric+"{") || !strings.Contains(line, `sink="`+sinkName+`"`) {
 			continue
 		}
 		f := strings.Fields(line)

@@ -228,10 +228,11 @@ func (d *Dir) AbortUploads(_ context.Context, match func(key string) bool) (int,
 
 // Check writes and deletes a probe file.
 func (d *Dir) Check(ctx context.Context) error {
-	if err := d.Put(ctx, "_filesink/probe", []byte("probe\n")); err != nil {
+	probe := probeKey()
+	if err := d.Put(ctx, probe, []byte("probe\n")); err != nil {
 		return fmt.Errorf("%s: %w", d, err)
 	}
-	return d.Delete(ctx, "_filesink/probe")
+	return d.Delete(ctx, probe)
 }
 
 // writeLocal writes r to the local file p (created or truncated) and

@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -27,6 +28,19 @@ const lockSuffix = ".objstore-lock"
 // writer that died inside PutIf, and removed. PutIf holds it for a read
 // and a small write.
 const lockStale = 30 * time.Second
+
+// probeKey returns a key for Check's probe object, its own per call: two
+// writers starting at once never write or delete each other's.
+func probeKey() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return ProbePrefix + hex.EncodeToString(b[:])
+}
+
+// ProbePrefix starts the keys of Check's probe objects: a writer that
+// aborts others' unfinished writes leaves these alone (another process
+// may be checking the store right now).
+const ProbePrefix = "_filesink/probe-"
 
 // contentVersion is the version of an object on HDFS and Dir: a hash of its
 // content (manifests carry their writer and a time, so two writes differ).

@@ -413,7 +413,7 @@ func (h *hdfsStore) AbortUploads(ctx context.Context, match func(key string) boo
 }
 
 func (h *hdfsStore) Check(ctx context.Context) error {
-	probe := "_filesink/probe"
+	probe := probeKey()
 	err := h.Put(ctx, probe, []byte("probe\n"))
 	if err == nil {
 		err = h.Delete(ctx, probe)

@@ -370,7 +370,7 @@ func (s *s3Store) Check(ctx context.Context) error {
 	}
 	_, err := s.c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket})
 	if err == nil {
-		probe := "_filesink/probe"
+		probe := probeKey()
 		if err = s.Put(ctx, probe, []byte("probe\n")); err == nil {
 			err = s.Delete(ctx, probe)
 		}

@@ -375,11 +375,7 @@ func (s *Sink) StartOffsets(ctx context.Context, assigned map[string][]int32) (m
 				// Claim it: the manifest decides where it resumes, and
 				// whoever wrote it before is fenced off.
 				s.dropPart(st)
-				err := retryStore(ctx, func() error {
-					cctx, cancel := storeCtx()
-					defer cancel()
-					return s.claim(cctx, st, false)
-				})
+				err := retryStore(ctx, func() error { return s.claim(ctx, st, false) })
 				if err != nil {
 					return nil, s.fail(err)
 				}

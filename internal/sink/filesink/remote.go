@@ -83,11 +83,23 @@ func (e *storeError) Error() string { return "file sink store: " + e.err.Error()
 func (e *storeError) Unwrap() error { return e.err }
 
 // storeTimeout bounds one call to the store (an upload is one call).
-const storeTimeout = 5 * time.Minute
+var storeTimeout = 5 * time.Minute
+
+// callTimeout bounds one small call to the store (a manifest read or
+// conditional write, an existence check, a delete): each has its own
+// deadline, so a slow store fails one call, not a whole recovery.
+var callTimeout = 30 * time.Second
+
+// call runs fn under its own deadline d within ctx.
+func call(ctx context.Context, d time.Duration, fn func(context.Context) error) error {
+	c, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return fn(c)
+}
 
 // fenceGrace is how long a rolled-back file of a fenced writer is deleted
-// again: longer than an upload it may have had in flight.
-const fenceGrace = 2 * storeTimeout
+// again: longer than an upload it may have had in flight (storeTimeout).
+const fenceGrace = 10 * time.Minute
 
 // claimAttempts bounds a claim's rounds of read and conditional write when
 // other sinks keep changing the manifest.
@@ -184,10 +196,7 @@ func (s *Sink) publishFenced(st *partState) error {
 		// Written without an assignment (StartOffsets), or with files a
 		// claim at Open found: claim now, refusing a manifest that moved
 		// since Open.
-		ctx, cancel := storeCtx()
-		err := s.claim(ctx, st, true)
-		cancel()
-		if err != nil {
+		if err := s.claim(context.Background(), st, true); err != nil {
 			return err
 		}
 	}
@@ -300,7 +309,7 @@ func (s *Sink) putManifest(st *partState, m *manifest) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	v, err := s.store.PutIf(ctx, manifestPath(m.Topic, m.Partition), append(b, '\n'), st.version)
 	if errors.Is(err, objstore.ErrPrecondition) {
@@ -329,7 +338,12 @@ func (s *Sink) putManifest(st *partState, m *manifest) error {
 func (s *Sink) claim(ctx context.Context, st *partState, lazy bool) error {
 	key := manifestPath(st.topic, st.partition)
 	for attempt := 1; ; attempt++ {
-		b, ver, err := s.store.GetVersion(ctx, key)
+		var b []byte
+		var ver string
+		err := call(ctx, callTimeout, func(c context.Context) (err error) {
+			b, ver, err = s.store.GetVersion(c, key)
+			return err
+		})
 		m := &manifest{Version: 1, Topic: st.topic, Partition: st.partition, LastOffset: -1}
 		switch {
 		case objstore.IsNotExist(err):
@@ -383,7 +397,11 @@ func (s *Sink) claim(ctx context.Context, st *partState, lazy bool) error {
 		if err != nil {
 			return err
 		}
-		v, err := s.store.PutIf(ctx, key, append(out, '\n'), ver)
+		var v string
+		err = call(ctx, callTimeout, func(c context.Context) (err error) {
+			v, err = s.store.PutIf(c, key, append(out, '\n'), ver)
+			return err
+		})
 		if errors.Is(err, objstore.ErrPrecondition) && attempt < claimAttempts {
 			continue // another sink wrote it meanwhile: read it again
 		}
@@ -399,7 +417,7 @@ func (s *Sink) claim(ctx context.Context, st *partState, lazy bool) error {
 			}
 		}
 		for _, k := range undo {
-			if err := s.store.Delete(ctx, k); err != nil {
+			if err := call(ctx, callTimeout, func(c context.Context) error { return s.store.Delete(c, k) }); err != nil {
 				s.log.Warn("cannot delete a rolled-back file yet; deleted again after the next checkpoint", "file", k, "err", err)
 			}
 		}
@@ -408,7 +426,11 @@ func (s *Sink) claim(ctx context.Context, st *partState, lazy bool) error {
 				s.log.Warn("cannot delete temp file; the next Open does", "file", p, "err", err)
 			}
 		}
-		aborted, err := s.store.AbortUploads(ctx, partitionUploads(st.topic, st.partition))
+		var aborted int
+		err = call(ctx, storeTimeout, func(c context.Context) (err error) {
+			aborted, err = s.store.AbortUploads(c, partitionUploads(st.topic, st.partition))
+			return err
+		})
 		if err != nil {
 			s.log.Warn("cannot abort the partition's unfinished uploads", "topic", st.topic, "partition", st.partition, "err", err)
 		}
@@ -499,10 +521,8 @@ func (s *Sink) sweepFenced(st *partState) {
 	if len(st.tomb) == 0 {
 		return
 	}
-	ctx, cancel := storeCtx()
-	defer cancel()
 	for _, t := range st.tomb {
-		if err := s.store.Delete(ctx, t.Key); err != nil {
+		if err := call(context.Background(), callTimeout, func(c context.Context) error { return s.store.Delete(c, t.Key) }); err != nil {
 			s.log.Warn("cannot delete a fenced writer's rolled-back file yet", "file", t.Key, "err", err)
 			return
 		}
@@ -522,9 +542,12 @@ func (s *Sink) expireFenced(files []fencedFile) []fencedFile {
 // one rolls it back). Nothing is claimed here: only an assignment claims,
 // so a restarted sink never fences the partition's current writer off.
 func (s *Sink) recoverRemote() error {
-	ctx, cancel := storeCtx()
-	defer cancel()
-	objs, err := s.store.List(ctx, manifestDir+"/")
+	ctx := context.Background()
+	var objs []objstore.Object
+	err := call(ctx, storeTimeout, func(c context.Context) (err error) {
+		objs, err = s.store.List(c, manifestDir+"/")
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -533,7 +556,11 @@ func (s *Sink) recoverRemote() error {
 		if !strings.HasSuffix(o.Key, ".json") {
 			continue
 		}
-		b, err := s.store.Get(ctx, o.Key)
+		var b []byte
+		err := call(ctx, callTimeout, func(c context.Context) (err error) {
+			b, err = s.store.Get(c, o.Key)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -558,7 +585,11 @@ func (s *Sink) recoverRemote() error {
 	}
 	// Small state writes a killed sink left unfinished: hours, markers
 	// and manifests (a live sink whose write this aborts retries it).
-	aborted, err := s.store.AbortUploads(ctx, stateUpload)
+	var aborted int
+	err = call(ctx, storeTimeout, func(c context.Context) (err error) {
+		aborted, err = s.store.AbortUploads(c, stateUpload)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -581,12 +612,16 @@ func (s *Sink) resolvePending(ctx context.Context, m *manifest) (bool, error) {
 	var missing []string
 	for _, e := range m.Pending.Files {
 		if _, err := os.Stat(s.abs(e.Tmp)); err == nil {
-			if err := s.store.PutFile(ctx, e.Final, s.abs(e.Tmp)); err != nil {
+			if err := call(ctx, storeTimeout, func(c context.Context) error { return s.store.PutFile(c, e.Final, s.abs(e.Tmp)) }); err != nil {
 				return false, err
 			}
 			continue
 		}
-		ok, err := s.store.Exists(ctx, e.Final)
+		var ok bool
+		err := call(ctx, callTimeout, func(c context.Context) (err error) {
+			ok, err = s.store.Exists(c, e.Final)
+			return err
+		})
 		if err != nil {
 			return false, err
 		}
@@ -626,7 +661,11 @@ func (s *Sink) clearInprogress(keep map[string]bool) (int, error) {
 
 // loadHoursRemote reads every topic's closing state from the store.
 func (s *Sink) loadHoursRemote(ctx context.Context) error {
-	objs, err := s.store.List(ctx, hoursDir+"/")
+	var objs []objstore.Object
+	err := call(ctx, storeTimeout, func(c context.Context) (err error) {
+		objs, err = s.store.List(c, hoursDir+"/")
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -635,7 +674,11 @@ func (s *Sink) loadHoursRemote(ctx context.Context) error {
 		if !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		b, err := s.store.Get(ctx, o.Key)
+		var b []byte
+		err := call(ctx, callTimeout, func(c context.Context) (err error) {
+			b, err = s.store.Get(c, o.Key)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -648,7 +691,7 @@ func (s *Sink) loadHoursRemote(ctx context.Context) error {
 
 // putState writes a small state object (hours, _SUCCESS) to the store.
 func (s *Sink) putState(key string, b []byte) error {
-	ctx, cancel := storeCtx()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	if err := s.store.Put(ctx, key, b); err != nil {
 		return &storeError{err}
@@ -697,8 +740,9 @@ func retryStore(ctx context.Context, fn func() error) error {
 }
 
 // stateUpload matches the keys of the sink's state and markers, whose
-// unfinished writes any sink may abort at Open: not the data files, whose
-// uploads only a partition's claim aborts.
+// unfinished writes any sink may abort at Open (a live sink whose write
+// this aborts retries it): not the data files, whose uploads only a
+// partition's claim aborts, nor the probe objects of other sinks' start.
 func stateUpload(key string) bool {
-	return strings.HasPrefix(key, stateDir+"/") || path.Base(key) == successFile
+	return (strings.HasPrefix(key, stateDir+"/") || path.Base(key) == successFile) && !strings.HasPrefix(key, objstore.ProbePrefix)
 }

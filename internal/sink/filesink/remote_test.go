@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/objstore"
@@ -191,3 +192,68 @@ func TestRemoteBadTarget(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// slowStore answers every call after delay, as a slow store does.
+type slowStore struct {
+	objstore.Store
+	delay time.Duration
+}
+
+func (s *slowStore) wait(ctx context.Context) error {
+	select {
+	case <-time.After(s.delay):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *slowStore) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	return s.Store.Get(ctx, key)
+}
+
+func (s *slowStore) GetVersion(ctx context.Context, key string) ([]byte, string, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, "", err
+	}
+	return s.Store.GetVersion(ctx, key)
+}
+
+func (s *slowStore) PutIf(ctx context.Context, key string, b []byte, match string) (string, error) {
+	if err := s.wait(ctx); err != nil {
+		return "", err
+	}
+	return s.Store.PutIf(ctx, key, b, match)
+}
+
+// Recovery and claims give each store call its own deadline: over a store
+// that takes 60 ms per call, Open and StartOffsets of 24 partitions (about
+// 3 s of calls) succeed with a 200 ms per-call limit, where one deadline
+// for the whole recovery, as before, failed every restart alike.
+func TestRemoteRecoveryDeadlinePerCall(t *testing.T) {
+	storeRoot := t.TempDir()
+	input := spread([]string{"eventlogging_Test", "eventlogging_Other"}, 12, 20, 1)
+	cfg := remoteConfig(t, JSONLines, storeRoot, t.TempDir())
+	feedAndClose(t, openSink(t, cfg), input, 100)
+	defer func(c, s time.Duration) { callTimeout, storeTimeout = c, s }(callTimeout, storeTimeout)
+	callTimeout, storeTimeout = 200*time.Millisecond, 200*time.Millisecond
+	cfg.Store = &slowStore{Store: cfg.Store, delay: 60 * time.Millisecond}
+	start := time.Now()
+	s := openSink(t, cfg)
+	f := newFeeder(input, 100)
+	offs, err := s.StartOffsets(t.Context(), f.assigned())
+	if err != nil {
+		t.Fatalf("StartOffsets over a slow store: %v", err)
+	}
+	if got := offs["eventlogging_Test"][3]; got != 20 {
+		t.Errorf("partition 3 resumes at %d, want 20", got)
+	}
+	t.Logf("Open and 24 claims over a 60 ms store: %v", time.Since(start).Round(time.Millisecond))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, storeRoot, input)
+}

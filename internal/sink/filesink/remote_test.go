@@ -3,7 +3,6 @@ package filesink
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,46 +25,6 @@ func remoteConfig(t *testing.T, format Format, storeRoot, staging string) Config
 		cfg.MaxFileBytes = 12 << 10
 	}
 	return cfg
-}
-
-// On a distributed target, a crash at every step of the two-phase publish,
-// followed by Open, StartOffsets and a replay, publishes every record
-// exactly once: with the staging directory intact (pending checkpoints are
-// rolled forward) and with it lost (those not fully uploaded are rolled
-// back).
-func TestRemoteCrashAtEveryStep(t *testing.T) {
-	for _, format := range []Format{JSONLines, Parquet} {
-		for _, point := range []string{pointWritten, pointSynced, pointManifest, pointRenamed, pointPublished} {
-			for _, lose := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/%s/staging-lost=%v", format, point, lose), func(t *testing.T) {
-					storeRoot, staging := t.TempDir(), t.TempDir()
-					input := spread([]string{"eventlogging_Test", "eventlogging_Other"}, 3, 200, 3)
-					cfg := remoteConfig(t, format, storeRoot, staging)
-					crashing := cfg
-					crashing.hook = crashAt(point, 3)
-					s := openSink(t, crashing)
-					_, err := newFeeder(input, 60).run(t.Context(), s)
-					if err == nil {
-						err = s.Close()
-					}
-					if !errors.Is(err, errCrash) {
-						t.Fatalf("the run did not reach crash point %s: %v", point, err)
-					}
-					s.crash()
-					readPublished(t, storeRoot) // nothing partial visible
-					if lose {
-						cfg.Staging = t.TempDir()
-					}
-					s = openSink(t, cfg)
-					s.crash()
-					s = openSink(t, cfg)
-					feedAndClose(t, s, input, 60)
-					checkExactlyOnce(t, storeRoot, input)
-					checkNoTemps(t, cfg.Staging)
-				})
-			}
-		}
-	}
 }
 
 // flakyStore fails every call while down is set, as an unreachable store.

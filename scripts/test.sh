@@ -165,7 +165,8 @@ helm lint --strict deploy/helm/eventlogging
 # main pass); the load and fault tests (docs/reliability.md) measure, so
 # they run without the race detector, one after another (they skip under
 # -race; EVENTLOGGING_LONG_FAULTS=1 makes the fault runs long), and so do
-# the 100,000-event runs into S3, HDFS and Iceberg; then every test with
+# the 100,000-event runs into S3, HDFS and Iceberg (and three sinks sharing
+# one S3 or HDFS target); then every test with
 # -race.
 load_rc=0
 if [ $# -eq 0 ]; then
@@ -173,7 +174,7 @@ if [ $# -eq 0 ]; then
 	fault_timeout=40m
 	[ "${EVENTLOGGING_LONG_FAULTS:-}" = 1 ] && fault_timeout=120m
 	go test -count=1 -timeout "$fault_timeout" -p 1 -v \
-		-run '^(TestDashboardUnderLoad|TestHostileRequestsWithTraffic|TestOverload|TestClusterFailover|TestClientPHPKafkaLeaderKill|TestProcessCrashes|TestSpoolDiskFull|TestBrokerDown|TestWarehouse|TestIcebergStandalone)$' \
+		-run '^(TestDashboardUnderLoad|TestHostileRequestsWithTraffic|TestOverload|TestClusterFailover|TestClientPHPKafkaLeaderKill|TestProcessCrashes|TestSpoolDiskFull|TestBrokerDown|TestWarehouse|TestFileSinksShareTarget|TestIcebergStandalone)$' \
 		./test/e2e || load_rc=$?
 fi
 go test -count=1 -race -timeout 20m "$@" ./...

@@ -471,7 +471,15 @@ func (q *Queue) Append(recs []Record) error {
 	if err != nil {
 		// Take back whatever part of the batch reached the file, so the
 		// next Append writes after the last committed record.
-		if terr := act.wf.Truncate(act.size); terr != nil {
+		// The truncation is made durable too: the next Append may start
+		// a new segment and never sync this one again, and bytes of the
+		// failed write the kernel already wrote back would then end a
+		// segment that is not the last (Open refuses that as corrupt).
+		terr := act.wf.Truncate(act.size)
+		if terr == nil {
+			terr = act.wf.Sync()
+		}
+		if terr != nil {
 			act.dirty = true
 			q.log.Warn("spool could not truncate a failed append", "file", act.path, "offset", act.size, "err", terr)
 		}
@@ -538,6 +546,9 @@ func (q *Queue) clean(s *segment) error {
 	}
 	if err := s.wf.Truncate(s.size); err != nil {
 		return fmt.Errorf("spool: truncate %s after a failed append: %w", s.path, err)
+	}
+	if err := s.wf.Sync(); err != nil {
+		return fmt.Errorf("spool: fsync %s after a failed append: %w", s.path, err)
 	}
 	s.dirty = false
 	return nil

@@ -72,8 +72,8 @@ type Config struct {
 	// MaxFileBytes rotates (publishes) a Kafka partition's files once one of
 	// them holds this many bytes; default 128 MiB. Checked after each
 	// batch, so a file may exceed it by one batch. For JSON lines it counts
-	// compressed bytes as the compressor emits them (it holds back up to
-	// about 64 KiB); for Parquet it is parquet-go's estimate (uncompressed
+	// compressed bytes as the compressor emits them (it emits nothing until
+	// about 64 KiB of uncompressed input); for Parquet it is parquet-go's estimate (uncompressed
 	// for the current row group).
 	MaxFileBytes int64
 	// MaxFileAge publishes a Kafka partition's files this long after the

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/bits"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,23 +21,33 @@ import (
 // PostgreSQL as internal/dbtest provides them).
 func eachDialect(t *testing.T, f func(t *testing.T, db *sql.DB, dl *dialect)) {
 	t.Helper()
-	run := func(d Dialect, open func(t *testing.T) *sql.DB) {
+	eachDSN(t, func(t *testing.T, dl *dialect, dsn string) {
+		f(t, openDSN(t, dl.name, dsn), dl)
+	})
+}
+
+// eachDSN runs f with the DSN of a fresh database of every dialect, for
+// tests that open it more than once (several Writers, as several
+// processes would).
+func eachDSN(t *testing.T, f func(t *testing.T, dl *dialect, dsn string)) {
+	t.Helper()
+	run := func(d Dialect, dsn func(t *testing.T) string) {
 		t.Run(string(d), func(t *testing.T) {
 			dl, err := newDialect(d)
 			if err != nil {
 				t.Fatal(err)
 			}
-			f(t, open(t), dl)
+			f(t, dl, dsn(t))
 		})
 	}
-	run(SQLite, func(t *testing.T) *sql.DB { return openSQLite(t) })
-	run(MySQL, func(t *testing.T) *sql.DB {
+	run(SQLite, func(t *testing.T) string { return filepath.Join(t.TempDir(), "events.db") })
+	run(MySQL, func(t *testing.T) string {
 		_, dsn := dbtest.MySQL(t)
-		return openDSN(t, MySQL, dsn)
+		return dsn
 	})
-	run(Postgres, func(t *testing.T) *sql.DB {
+	run(Postgres, func(t *testing.T) string {
 		_, dsn := dbtest.Postgres(t)
-		return openDSN(t, Postgres, dsn)
+		return dsn
 	})
 }
 

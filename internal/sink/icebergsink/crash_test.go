@@ -29,15 +29,20 @@ var envs = []struct {
 }
 
 // mixed is a batch for two tables (Test and analytics_button_click) from
-// one topic partition, offsets from..from+n-1.
+// partition 0 of topic, offsets from..from+n-1.
 func mixed(topic string, from, n int) []kafka.Record {
+	return mixedIn(topic, 0, from, n)
+}
+
+// mixedIn is mixed from partition p.
+func mixedIn(topic string, p int32, from, n int) []kafka.Record {
 	var out []kafka.Record
 	for i := from; i < from+n; i++ {
 		dt := base.Add(time.Duration(i) * time.Minute)
 		if i%3 == 0 {
-			out = append(out, platformRecord(topic, 0, int64(i), dt))
+			out = append(out, platformRecord(topic, p, int64(i), dt))
 		} else {
-			out = append(out, testsupport.CapsuleRecord(topic, 0, int64(i), dt))
+			out = append(out, testsupport.CapsuleRecord(topic, p, int64(i), dt))
 		}
 	}
 	return out

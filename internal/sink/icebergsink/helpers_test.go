@@ -2,6 +2,7 @@ package icebergsink
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -194,27 +195,37 @@ func loadTable(t testing.TB, s *Sink, name string) *table.Table {
 // scanRows reads a table back with iceberg-go, as JSON objects.
 func scanRows(t testing.TB, tbl *table.Table, opts ...table.ScanOption) []map[string]any {
 	t.Helper()
-	_, itr, err := tbl.Scan(opts...).ToArrowRecords(t.Context())
+	rows, err := readRows(t.Context(), tbl, opts...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return rows
+}
+
+// readRows is scanRows returning its error, for goroutines other than
+// the test's.
+func readRows(ctx context.Context, tbl *table.Table, opts ...table.ScanOption) ([]map[string]any, error) {
+	_, itr, err := tbl.Scan(opts...).ToArrowRecords(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var out []map[string]any
 	for rec, err := range itr {
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		b, err := json.Marshal(rec)
 		rec.Release()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		var rows []map[string]any
 		if err := json.Unmarshal(b, &rows); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		out = append(out, rows...)
 	}
-	return out
+	return out, nil
 }
 
 // countBy counts the rows by the string at a dotted path.

@@ -319,7 +319,7 @@ func TestTwoWritersConcurrent(t *testing.T) {
 					return
 				}
 				bStart = offs[twoWritersTopic][0]
-				errs[1] = write(b, rand.New(rand.NewPCG(3, 4)), bStart, n, 70, nil)
+				errs[1] = write(b, rand.New(rand.NewPCG(3, 4)), bStart, n, 30, nil)
 			}()
 			done := make(chan struct{})
 			go func() {
@@ -352,7 +352,7 @@ func TestTwoWritersConcurrent(t *testing.T) {
 			drops := strings.Count(logs.String(), "rows already in the table dropped")
 			t.Logf("B resumed at %d; %d commits conflicted, %d dropped rows the other had stored; %d readings", bStart, conflicts, drops, readings)
 			if drops == 0 {
-				t.Errorf("no commit dropped rows the other sink had stored: the writers did not overlap")
+				t.Errorf("no commit dropped rows the other sink had stored: the writers did not overlap (or the drop is broken)")
 			}
 			watch.step(t, "both done", map[int32]int64{0: n})
 			got, err := watch.stored(ctx)

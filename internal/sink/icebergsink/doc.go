@@ -214,7 +214,10 @@
 //   - TestWriteCapsules, TestWritePlatform, TestCommitInterval;
 //   - TestCrash (a crash at each point of a commit), TestConcurrentSinks,
 //     TestCommitConflict (the SQL catalog's requirement check, the REST
-//     catalog's 409): these and TestWriteCapsules on every catalog,
+//     catalog's 409), TestTwoWritersStaleCommit and TestTwoWritersConcurrent
+//     (a zombie and the partition's new owner committing the same records;
+//     docs/reliability.md, "Two writers on one target"): these and
+//     TestWriteCapsules on every catalog,
 //     SQLite, PostgreSQL (EVENTLOGGING_POSTGRES_DSN) and REST
 //     (EVENTLOGGING_ICEBERG_REST_URL, a namespace per test);
 //   - TestKill9: re-executes the test binary as a child that feeds 100,000

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 // The sink's own directories under the root. Their "_" prefix makes Hive,
@@ -67,7 +69,7 @@ type openFile struct {
 	st      *partState
 	key     fileKey
 	tmp     string // relative to the root
-	f       *os.File
+	f       vfs.File
 	w       formatWriter
 	first   int64 // -1 until the first record
 	last    int64
@@ -102,12 +104,12 @@ func (s *Sink) finalName(f *openFile) string {
 // create opens a new temp file for st and key.
 func (s *Sink) create(st *partState, key fileKey, pl *placed) (*openFile, error) {
 	dir := path.Join(inprogressDir, st.topic, strconv.Itoa(int(st.partition)))
-	if err := mkdirAllSync(s.root, dir); err != nil {
+	if err := mkdirAllSync(s.fs, s.root, dir); err != nil {
 		return nil, err
 	}
 	s.seq++
 	rel := fmt.Sprintf("%s/%s-%d.tmp", dir, s.nonce, s.seq)
-	fh, err := os.OpenFile(s.abs(rel), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	fh, err := s.fs.OpenFile(s.abs(rel), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +176,7 @@ func (s *Sink) checkpoint(st *partState) (err error) {
 		final := s.finalName(f)
 		dir := path.Dir(final)
 		if !slices.Contains(finalDirs, dir) {
-			if err := mkdirAllSync(s.root, dir); err != nil {
+			if err := mkdirAllSync(s.fs, s.root, dir); err != nil {
 				return err
 			}
 			finalDirs = append(finalDirs, dir)
@@ -182,7 +184,7 @@ func (s *Sink) checkpoint(st *partState) (err error) {
 		m.Files = append(m.Files, manifestEntry{Tmp: f.tmp, Final: final, First: f.first, Last: f.last, Records: f.records})
 	}
 	if len(files) > 0 {
-		if err := SyncDir(s.abs(path.Dir(files[0].tmp))); err != nil {
+		if err := syncDir(s.fs, s.abs(path.Dir(files[0].tmp))); err != nil {
 			return err
 		}
 	}
@@ -199,7 +201,7 @@ func (s *Sink) checkpoint(st *partState) (err error) {
 		return err
 	}
 	for _, e := range m.Files {
-		if err := os.Rename(s.abs(e.Tmp), s.abs(e.Final)); err != nil {
+		if err := s.fs.Rename(s.abs(e.Tmp), s.abs(e.Final)); err != nil {
 			return fmt.Errorf("publish: %w", err)
 		}
 		if err := s.hookAt(pointRenamed); err != nil {
@@ -210,7 +212,7 @@ func (s *Sink) checkpoint(st *partState) (err error) {
 	// temp directory's side of a rename needs no sync: recovery redoes a
 	// rename whose temp file is still there).
 	for _, d := range finalDirs {
-		if err := SyncDir(s.abs(d)); err != nil {
+		if err := syncDir(s.fs, s.abs(d)); err != nil {
 			return err
 		}
 	}
@@ -261,7 +263,7 @@ func (s *Sink) discard(st *partState) {
 		if st.failed {
 			continue
 		}
-		if err := os.Remove(s.abs(f.tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.fs.Remove(s.abs(f.tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("cannot delete temp file; the next Open does", "file", f.tmp, "err", err)
 		}
 	}
@@ -281,16 +283,16 @@ func (s *Sink) writeManifest(m *manifest) error {
 		return err
 	}
 	rel := manifestPath(m.Topic, m.Partition)
-	if err := mkdirAllSync(s.root, path.Dir(rel)); err != nil {
+	if err := mkdirAllSync(s.fs, s.root, path.Dir(rel)); err != nil {
 		return err
 	}
-	return WriteFileAtomic(s.abs(rel), append(b, '\n'))
+	return writeFileAtomic(s.fs, s.abs(rel), append(b, '\n'))
 }
 
 // recover finishes the renames of every manifest, deletes orphan temp
 // files and loads the published offsets.
 func (s *Sink) recover() error {
-	topics, err := os.ReadDir(s.abs(manifestDir))
+	topics, err := s.fs.ReadDir(s.abs(manifestDir))
 	if err != nil {
 		return err
 	}
@@ -303,7 +305,7 @@ func (s *Sink) recover() error {
 		// A manifest left being written (.tmp) when the process died: the
 		// checkpoint never happened.
 		err := s.eachStateFile(dir, func(name string) error {
-			m, err := readManifest(s.abs(path.Join(dir, name)))
+			m, err := readManifest(s.fs, s.abs(path.Join(dir, name)))
 			if err != nil {
 				return err
 			}
@@ -328,7 +330,7 @@ func (s *Sink) recover() error {
 	if err != nil {
 		return err
 	}
-	if err := SyncDir(s.abs(stateDir)); err != nil {
+	if err := syncDir(s.fs, s.abs(stateDir)); err != nil {
 		return err
 	}
 	if err := s.loadHours(); err != nil {
@@ -340,9 +342,9 @@ func (s *Sink) recover() error {
 	return nil
 }
 
-// readManifest reads and checks one manifest.
-func readManifest(p string) (*manifest, error) {
-	b, err := os.ReadFile(p)
+// readManifest reads and checks one manifest of fsys.
+func readManifest(fsys vfs.FS, p string) (*manifest, error) {
+	b, err := vfs.ReadFile(fsys, p)
 	if err != nil {
 		return nil, err
 	}
@@ -364,13 +366,13 @@ func (s *Sink) finishRenames(m *manifest) (int, error) {
 	n := 0
 	var dirs []string
 	for _, e := range m.Files {
-		_, err := os.Stat(s.abs(e.Tmp))
+		_, err := s.fs.Stat(s.abs(e.Tmp))
 		switch {
 		case err == nil:
-			if err := mkdirAllSync(s.root, path.Dir(e.Final)); err != nil {
+			if err := mkdirAllSync(s.fs, s.root, path.Dir(e.Final)); err != nil {
 				return n, err
 			}
-			if err := os.Rename(s.abs(e.Tmp), s.abs(e.Final)); err != nil {
+			if err := s.fs.Rename(s.abs(e.Tmp), s.abs(e.Final)); err != nil {
 				return n, err
 			}
 			n++
@@ -380,7 +382,7 @@ func (s *Sink) finishRenames(m *manifest) (int, error) {
 				dirs = append(dirs, path.Dir(e.Final))
 			}
 		case errors.Is(err, fs.ErrNotExist):
-			if _, err := os.Stat(s.abs(e.Final)); errors.Is(err, fs.ErrNotExist) {
+			if _, err := s.fs.Stat(s.abs(e.Final)); errors.Is(err, fs.ErrNotExist) {
 				// Published, then deleted by someone else (retention?).
 				s.log.Warn("published file missing", "file", e.Final)
 			}
@@ -389,7 +391,7 @@ func (s *Sink) finishRenames(m *manifest) (int, error) {
 		}
 	}
 	for _, d := range dirs {
-		if err := SyncDir(s.abs(d)); err != nil {
+		if err := syncDir(s.fs, s.abs(d)); err != nil {
 			return n, err
 		}
 	}

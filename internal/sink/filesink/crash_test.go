@@ -15,6 +15,7 @@ import (
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/testsupport"
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 var errCrash = errors.New("simulated crash")
@@ -355,7 +356,7 @@ func inProgress(t *testing.T, root string) (temps, pending int) {
 	named := map[string]bool{}
 	matches, _ := filepath.Glob(filepath.Join(root, manifestDir, "*", "*.json"))
 	for _, m := range matches {
-		man, err := readManifest(m)
+		man, err := readManifest(vfs.OS, m)
 		if err != nil {
 			t.Fatal(err)
 		}

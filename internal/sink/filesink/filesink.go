@@ -7,8 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +18,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/objstore"
 	"github.com/eventlogging/eventlogging/internal/sink"
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 // Format is the file format a Sink writes.
@@ -111,6 +112,11 @@ type Config struct {
 	// Now is the clock for file age, idleness and closing hours; default
 	// time.Now.
 	Now func() time.Time
+	// FS is the file system of the local root, or of the staging
+	// directory of a distributed target (whose store is written through
+	// objstore, not FS); default vfs.OS. Tests pass a vfs.Mem to simulate
+	// power losses.
+	FS vfs.FS
 
 	// hook, set by tests, is called at the crash points of a checkpoint
 	// (see crashPoint); a non-nil error aborts the checkpoint there.
@@ -182,7 +188,8 @@ type Sink struct {
 	badTopic map[string]bool
 	broken   error
 	closed   bool
-	lock     *os.File
+	lock     io.Closer
+	fs       vfs.FS // Config.FS
 	// store is the distributed store the files are published to; nil for
 	// a local root. root is then the staging directory.
 	store     objstore.Store
@@ -267,6 +274,9 @@ func Open(cfg Config) (*Sink, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.FS == nil {
+		cfg.FS = vfs.OS
+	}
 	var store objstore.Store
 	var local string
 	if cfg.Store != nil || objstore.IsRemote(cfg.Root) {
@@ -304,6 +314,7 @@ func Open(cfg Config) (*Sink, error) {
 		badTopic:  map[string]bool{},
 		store:     store,
 		ownsStore: store != nil && cfg.Store == nil,
+		fs:        cfg.FS,
 	}
 	fail := func(err error) (*Sink, error) {
 		if s.ownsStore {
@@ -311,15 +322,15 @@ func Open(cfg Config) (*Sink, error) {
 		}
 		return nil, fmt.Errorf("filesink: open: %w", err)
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	if err := s.fs.MkdirAll(root, 0o755); err != nil {
 		return fail(err)
 	}
 	for _, d := range []string{manifestDir, inprogressDir, hoursDir} {
-		if err := mkdirAllSync(root, d); err != nil {
+		if err := mkdirAllSync(s.fs, root, d); err != nil {
 			return fail(err)
 		}
 	}
-	s.lock, err = lockRoot(filepath.Join(root, lockFile))
+	s.lock, err = lockRoot(s.fs, filepath.Join(root, lockFile))
 	if err != nil {
 		return fail(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,6 +22,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/schema"
 	"github.com/eventlogging/eventlogging/internal/testsupport"
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 // base is the hour the tests' data starts in.
@@ -105,20 +105,20 @@ var dataFile = regexp.MustCompile(`^part-(\d+)-(\d+)-(\d+)(\.[A-Za-z0-9_.-]+)?\.
 // partition directories hold nothing but data files and _SUCCESS markers.
 func readPublished(t testing.TB, root string) published {
 	t.Helper()
+	return readPublishedIn(t, vfs.OS, root)
+}
+
+// readPublishedIn is readPublished of a root in fsys.
+func readPublishedIn(t testing.TB, fsys vfs.FS, root string) published {
+	t.Helper()
 	p := published{byUUID: map[string]int{}, rows: map[string]map[string]any{}, hourOf: map[string]string{}, fileOf: map[string][]string{}}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
+	err := walkFiles(fsys, root, func(path string) error {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel == stateDir {
-				return filepath.SkipDir
-			}
+		if strings.HasPrefix(rel, stateDir+"/") {
 			return nil
 		}
-		name := d.Name()
+		name := filepath.Base(path)
 		if name == successFile {
 			return nil
 		}
@@ -130,9 +130,9 @@ func readPublished(t testing.TB, root string) published {
 		p.files = append(p.files, rel)
 		var recs []map[string]any
 		if m[5] == "parquet" {
-			recs = readParquetFile(t, path)
+			recs = readParquetFile(t, fsys, path)
 		} else {
-			recs = readJSONLFile(t, path)
+			recs = readJSONLFile(t, fsys, path)
 		}
 		for _, r := range recs {
 			u := uuidOf(r)
@@ -164,9 +164,9 @@ func uuidOf(r map[string]any) string {
 }
 
 // readJSONLFile reads a gzip JSON-lines file the way zcat | jq would.
-func readJSONLFile(t testing.TB, path string) []map[string]any {
+func readJSONLFile(t testing.TB, fsys vfs.FS, path string) []map[string]any {
 	t.Helper()
-	f, err := os.Open(path)
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,9 +197,9 @@ func readJSONLFile(t testing.TB, path string) []map[string]any {
 }
 
 // readParquetFile reads every row of a Parquet file with parquet-go.
-func readParquetFile(t testing.TB, path string) []map[string]any {
+func readParquetFile(t testing.TB, fsys vfs.FS, path string) []map[string]any {
 	t.Helper()
-	f, err := os.Open(path)
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,13 @@ func spread(topics []string, partitions int32, n int, hours int) []kafka.Record 
 // and an offset range holding its offset.
 func checkExactlyOnce(t testing.TB, root string, input []kafka.Record) published {
 	t.Helper()
-	p := readPublished(t, root)
+	return checkExactlyOnceIn(t, vfs.OS, root, input)
+}
+
+// checkExactlyOnceIn is checkExactlyOnce of a root in fsys.
+func checkExactlyOnceIn(t testing.TB, fsys vfs.FS, root string, input []kafka.Record) published {
+	t.Helper()
+	p := readPublishedIn(t, fsys, root)
 	want := map[string]string{}
 	recs := map[string]*kafka.Record{}
 	for i, r := range input {
@@ -401,13 +407,14 @@ func checkExactlyOnce(t testing.TB, root string, input []kafka.Record) published
 // checkNoTemps checks that nothing is left in progress.
 func checkNoTemps(t testing.TB, root string) {
 	t.Helper()
-	err := filepath.WalkDir(filepath.Join(root, inprogressDir), func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			t.Errorf("temp file left behind: %s", path)
-		}
+	checkNoTempsIn(t, vfs.OS, root)
+}
+
+// checkNoTempsIn is checkNoTemps of a root in fsys.
+func checkNoTempsIn(t testing.TB, fsys vfs.FS, root string) {
+	t.Helper()
+	err := walkFiles(fsys, filepath.Join(root, inprogressDir), func(path string) error {
+		t.Errorf("temp file left behind: %s", path)
 		return nil
 	})
 	if err != nil {

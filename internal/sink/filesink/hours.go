@@ -8,6 +8,8 @@ import (
 	"path"
 	"slices"
 	"time"
+
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 // maxHoursPerPass bounds how many hours of one topic a CloseHours call
@@ -162,10 +164,10 @@ func (s *Sink) writeSuccess(topic string, hour time.Time) error {
 	if s.store != nil {
 		return s.putState(dir+"/"+successFile, nil)
 	}
-	if err := mkdirAllSync(s.root, dir); err != nil {
+	if err := mkdirAllSync(s.fs, s.root, dir); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(s.abs(dir+"/"+successFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := s.fs.OpenFile(s.abs(dir+"/"+successFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -176,7 +178,7 @@ func (s *Sink) writeSuccess(topic string, hour time.Time) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return SyncDir(s.abs(dir))
+	return syncDir(s.fs, s.abs(dir))
 }
 
 // noteHours records, before a checkpoint publishes files, the hours they
@@ -228,13 +230,13 @@ func (s *Sink) saveHours(hs *hourState) error {
 	if s.store != nil {
 		return s.putState(key, append(b, '\n'))
 	}
-	return WriteFileAtomic(s.abs(key), append(b, '\n'))
+	return writeFileAtomic(s.fs, s.abs(key), append(b, '\n'))
 }
 
 // loadHours reads every topic's closing state.
 func (s *Sink) loadHours() error {
 	return s.eachStateFile(hoursDir, func(name string) error {
-		b, err := os.ReadFile(s.abs(path.Join(hoursDir, name)))
+		b, err := vfs.ReadFile(s.fs, s.abs(path.Join(hoursDir, name)))
 		if err != nil {
 			return err
 		}

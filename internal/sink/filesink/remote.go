@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/eventlogging/eventlogging/internal/objstore"
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 // Publishing to a distributed store (Config.Root an s3:// or hdfs:// URL,
@@ -229,7 +230,7 @@ func (s *Sink) publishFenced(st *partState) error {
 		pend.Files = append(pend.Files, manifestEntry{Tmp: f.tmp, Final: s.finalName(f), First: f.first, Last: f.last, Records: f.records})
 	}
 	if len(files) > 0 {
-		if err := SyncDir(s.abs(path.Dir(files[0].tmp))); err != nil {
+		if err := syncDir(s.fs, s.abs(path.Dir(files[0].tmp))); err != nil {
 			st.failed = true
 			return err
 		}
@@ -268,7 +269,7 @@ func (s *Sink) publishRemote(st *partState) error {
 	for pub.uploaded < len(pub.m.Pending.Files) {
 		e := pub.m.Pending.Files[pub.uploaded]
 		ctx, cancel := storeCtx()
-		err := s.store.PutFile(ctx, e.Final, s.abs(e.Tmp))
+		err := s.upload(ctx, e.Final, e.Tmp)
 		cancel()
 		if err != nil {
 			return &storeError{fmt.Errorf("publish %s: %w", e.Final, err)}
@@ -288,7 +289,7 @@ func (s *Sink) publishRemote(st *partState) error {
 	}
 	s.sweepFenced(st)
 	for _, e := range done.Files {
-		if err := os.Remove(s.abs(e.Tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.fs.Remove(s.abs(e.Tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("cannot delete uploaded temp file; the next Open does", "file", e.Tmp, "err", err)
 		}
 	}
@@ -296,6 +297,21 @@ func (s *Sink) publishRemote(st *partState) error {
 	st.published = done.LastOffset
 	st.publishing = nil
 	return nil
+}
+
+// upload puts the staged temp file tmp (relative to the staging
+// directory) under key: by its path (objstore streams it) when the staging
+// directory is on the operating system's file system, else read whole
+// through Config.FS.
+func (s *Sink) upload(ctx context.Context, key, tmp string) error {
+	if s.fs == vfs.OS {
+		return s.store.PutFile(ctx, key, s.abs(tmp))
+	}
+	b, err := vfs.ReadFile(s.fs, s.abs(tmp))
+	if err != nil {
+		return err
+	}
+	return s.store.Put(ctx, key, b)
 }
 
 // putManifest writes st's manifest to the store if it is still the
@@ -422,7 +438,7 @@ func (s *Sink) claim(ctx context.Context, st *partState, lazy bool) error {
 			}
 		}
 		for _, p := range staged {
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := s.fs.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				s.log.Warn("cannot delete temp file; the next Open does", "file", p, "err", err)
 			}
 		}
@@ -469,7 +485,7 @@ func (s *Sink) dropPart(st *partState) {
 	s.discard(st)
 	if pub := st.publishing; pub != nil {
 		for _, f := range pub.files {
-			if err := os.Remove(s.abs(f.tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := s.fs.Remove(s.abs(f.tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				s.log.Warn("cannot delete temp file; the next Open does", "file", f.tmp, "err", err)
 			}
 		}
@@ -611,8 +627,8 @@ func (s *Sink) recoverRemote() error {
 func (s *Sink) resolvePending(ctx context.Context, m *manifest) (bool, error) {
 	var missing []string
 	for _, e := range m.Pending.Files {
-		if _, err := os.Stat(s.abs(e.Tmp)); err == nil {
-			if err := call(ctx, storeTimeout, func(c context.Context) error { return s.store.PutFile(c, e.Final, s.abs(e.Tmp)) }); err != nil {
+		if _, err := s.fs.Stat(s.abs(e.Tmp)); err == nil {
+			if err := call(ctx, storeTimeout, func(c context.Context) error { return s.upload(c, e.Final, e.Tmp) }); err != nil {
 				return false, err
 			}
 			continue
@@ -646,17 +662,17 @@ func (s *Sink) resolvePending(ctx context.Context, m *manifest) (bool, error) {
 // absolute paths), and returns how many it deleted.
 func (s *Sink) clearInprogress(keep map[string]bool) (int, error) {
 	orphans := 0
-	err := filepath.WalkDir(s.abs(inprogressDir), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || keep[filepath.Clean(p)] {
-			return err
+	err := walkFiles(s.fs, s.abs(inprogressDir), func(p string) error {
+		if keep[filepath.Clean(p)] {
+			return nil
 		}
 		orphans++
-		return os.Remove(p)
+		return s.fs.Remove(p)
 	})
 	if err != nil {
 		return 0, err
 	}
-	return orphans, mkdirAllSync(s.root, inprogressDir)
+	return orphans, mkdirAllSync(s.fs, s.root, inprogressDir)
 }
 
 // loadHoursRemote reads every topic's closing state from the store.

@@ -16,6 +16,7 @@ import (
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/sink"
 	"github.com/eventlogging/eventlogging/internal/testsupport"
+	"github.com/eventlogging/eventlogging/internal/vfs"
 )
 
 // The sink driven by sink.Run over kfake, as the sink role runs it, on a
@@ -127,7 +128,7 @@ func (f *runFixture) errorRecords() int64 {
 // publishes, -1 without a manifest.
 func (f *runFixture) manifestOffset() int64 {
 	f.t.Helper()
-	m, err := readManifest(filepath.Join(f.root, filepath.FromSlash(manifestPath(runTopic, 0))))
+	m, err := readManifest(vfs.OS, filepath.Join(f.root, filepath.FromSlash(manifestPath(runTopic, 0))))
 	if os.IsNotExist(err) {
 		return -1
 	}

@@ -129,12 +129,15 @@ func (r runShape) start(cfg Config, input []kafka.Record) (Config, *feeder) {
 // over two hours, every third record after the first hour dated an hour
 // back (late): most checkpoints publish files of two hours, so a crash
 // can stop one between its files.
-func crashInput() []kafka.Record {
+func crashInput() []kafka.Record { return lateInput(3) }
+
+// lateInput is crashInput with partitions partitions per topic.
+func lateInput(partitions int32) []kafka.Record {
 	const n, hours = 300, 2
 	step := hours * time.Hour / n
 	var out []kafka.Record
 	for _, topic := range []string{"eventlogging_Test", "eventlogging_Other"} {
-		for p := range int32(3) {
+		for p := range partitions {
 			for i := range n {
 				dt := base.Add(time.Duration(i) * step)
 				if i%3 == 2 && dt.Sub(base) >= time.Hour {

@@ -139,9 +139,10 @@ func testPowerLoss(t *testing.T, proto Config, input []kafka.Record, n int) {
 	if !errors.Is(err, vfs.ErrCrashed) {
 		t.Fatalf("the run stopped with %v, want the simulated crash at operation %d", err, n)
 	}
+	stage := "checking the root right after the power loss"
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("power lost at %q", crashed)
+			t.Logf("power lost at %q; failed %s", crashed, stage)
 		}
 	})
 	m.Crash()
@@ -154,6 +155,7 @@ func testPowerLoss(t *testing.T, proto Config, input []kafka.Record, n int) {
 		t.Fatalf("Open after the power loss: %v", err)
 	}
 	m.Crash()
+	stage = "recovering and replaying"
 	s := openSink(t, restart)
 	if _, err := f.run(t.Context(), s); err != nil {
 		t.Fatal(err)
@@ -161,6 +163,7 @@ func testPowerLoss(t *testing.T, proto Config, input []kafka.Record, n int) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	stage = "checking the records after the replay"
 	checkExactlyOnceIn(t, m, powerLossRoot, input)
 	checkNoTempsIn(t, m, powerLossRoot)
 }

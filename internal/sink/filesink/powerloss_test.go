@@ -151,6 +151,7 @@ func testPowerLoss(t *testing.T, proto Config, input []kafka.Record, n int) {
 
 	restart, f := replayShape.start(proto, input)
 	restart.FS, restart.Logger = m, testsupport.Logger(t)
+	stage = "recovering (the first Open after the power loss)"
 	if _, err := Open(restart); err != nil {
 		t.Fatalf("Open after the power loss: %v", err)
 	}

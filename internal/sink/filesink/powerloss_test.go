@@ -148,6 +148,9 @@ func testPowerLoss(t *testing.T, proto Config, input []kafka.Record, n int) {
 	m.Crash()
 	readPublishedIn(t, m, powerLossRoot) // every visible file is whole
 	checkClosedHours(t, m, powerLossRoot)
+	if t.Failed() {
+		t.FailNow()
+	}
 
 	restart, f := replayShape.start(proto, input)
 	restart.FS, restart.Logger = m, testsupport.Logger(t)
@@ -203,4 +206,33 @@ func checkClosedHours(t *testing.T, fsys vfs.FS, root string) {
 			}
 		}
 	}
+}
+
+// A distributed target's staging directory on another file system than
+// the operating system's (Config.FS): files are uploaded from it, and a
+// checkpoint a crash left pending between two uploads is rolled forward
+// from it at the restart.
+func TestRemoteStagingOnFS(t *testing.T) {
+	input := crashInput()
+	m := vfs.NewStrictMem()
+	storeRoot := t.TempDir()
+	cfg := remoteConfig(t, JSONLines, storeRoot, "/staging")
+	cfg.FS = m
+	crashing, f := crashShape.start(cfg, input)
+	crashing.hook = crashAt(pointRenamed, 1)
+	s := openSink(t, crashing)
+	if _, err := f.run(t.Context(), s); !errors.Is(err, errCrash) {
+		t.Fatalf("the feed did not reach the first upload: %v", err)
+	}
+	s.crash()
+	restart, f := replayShape.start(cfg, input)
+	s = openSink(t, restart)
+	if _, err := f.run(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, storeRoot, input)
+	checkNoTempsIn(t, m, "/staging")
 }

@@ -1,7 +1,8 @@
-// Package vfs is the file system the spool writes through: the operating
-// system's ([OS]), or a strict in-memory one ([Mem]) that, at a simulated
-// power loss, keeps only what was fsync'd, so that tests can check the
-// durability that SIGKILL (which keeps the page cache) cannot.
+// Package vfs is the file system the spool and the file sink's local
+// state write through: the operating system's ([OS]), or a strict
+// in-memory one ([Mem]) that, at a simulated power loss, keeps only what
+// was fsync'd, so that tests can check the durability that SIGKILL (which
+// keeps the page cache) cannot.
 //
 // # What a power loss keeps
 //

@@ -115,7 +115,8 @@ type Config struct {
 	// FS is the file system of the local root, or of the staging
 	// directory of a distributed target (whose store is written through
 	// objstore, not FS); default vfs.OS. Tests pass a vfs.Mem to simulate
-	// power losses.
+	// power losses. Staged files are uploaded by their path on vfs.OS, read
+	// whole into memory on any other FS.
 	FS vfs.FS
 
 	// hook, set by tests, is called at the crash points of a checkpoint

@@ -57,7 +57,7 @@ func newMemDir(mode fs.FileMode) *memNode {
 }
 
 // CrashAfter arranges a crash point: n more mutating operations (opening
-// with O_CREATE or O_TRUNC, Write, WriteAt, Truncate, Sync, MkdirAll,
+// with O_CREATE or O_TRUNC, Write, WriteAt, Truncate, Sync, Mkdir, MkdirAll,
 // Rename, Remove, Lock) succeed, and the next one fails with ErrCrashed
 // without effect, as does every operation after it, reads included, until
 // Crash. A negative n removes the crash point.
@@ -278,6 +278,24 @@ func (m *Mem) ReadDir(name string) ([]fs.DirEntry, error) {
 		out = append(out, fs.FileInfoToDirEntry(n.children[child].info(child)))
 	}
 	return out, nil
+}
+
+// Mkdir implements FS.
+func (m *Mem) Mkdir(name string, perm fs.FileMode) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.begin("mkdir", name, true); err != nil {
+		return err
+	}
+	dir, base, err := m.lookup("mkdir", name)
+	if err != nil {
+		return err
+	}
+	if base == "" || dir.children[base] != nil {
+		return &fs.PathError{Op: "mkdir", Path: name, Err: fs.ErrExist}
+	}
+	dir.children[base] = newMemDir(fs.ModeDir | perm.Perm())
+	return nil
 }
 
 // MkdirAll implements FS.

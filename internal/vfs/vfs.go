@@ -20,6 +20,9 @@ type FS interface {
 	Stat(name string) (fs.FileInfo, error)
 	// ReadDir returns the entries of the directory name, sorted by name.
 	ReadDir(name string) ([]fs.DirEntry, error)
+	// Mkdir creates the directory name; an error matching fs.ErrExist if
+	// name exists, fs.ErrNotExist if its parent does not.
+	Mkdir(name string, perm fs.FileMode) error
 	// MkdirAll creates the directory path and any missing parents.
 	MkdirAll(path string, perm fs.FileMode) error
 	// Rename replaces newpath with oldpath.

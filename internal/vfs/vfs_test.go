@@ -67,6 +67,16 @@ func TestSemantics(t *testing.T) {
 			fsys, dir := impl.fsys, impl.dir
 			must(t, fsys.MkdirAll(filepath.Join(dir, "a", "b"), 0o750))
 			must(t, fsys.MkdirAll(dir, 0o750)) // exists: fine
+			must(t, fsys.Mkdir(filepath.Join(dir, "a", "c"), 0o750))
+			if err := fsys.Mkdir(filepath.Join(dir, "a", "c"), 0o750); !errors.Is(err, fs.ErrExist) {
+				t.Fatalf("Mkdir of an existing directory: %v, want ErrExist", err)
+			}
+			if err := fsys.Mkdir(filepath.Join(dir, "x", "y"), 0o750); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("Mkdir below a missing directory: %v, want ErrNotExist", err)
+			}
+			if fi, err := fsys.Stat(filepath.Join(dir, "a", "c")); err != nil || !fi.IsDir() {
+				t.Fatalf("Stat after Mkdir: %v, %v", fi, err)
+			}
 			fi, err := fsys.Stat(filepath.Join(dir, "a"))
 			if err != nil || !fi.IsDir() || fi.Name() != "a" {
 				t.Fatalf("Stat of a directory: %v, %v", fi, err)

@@ -73,18 +73,13 @@ func mkdirAllSync(fsys vfs.FS, root, rel string) error {
 			continue
 		}
 		next := filepath.Join(dir, seg)
-		fi, err := fsys.Stat(next)
+		err := fsys.Mkdir(next, 0o755)
 		switch {
-		case err == nil && fi.IsDir():
 		case err == nil:
-			return &fs.PathError{Op: "mkdir", Path: next, Err: fs.ErrExist}
-		case errors.Is(err, fs.ErrNotExist):
-			if err := fsys.MkdirAll(next, 0o755); err != nil {
-				return err
-			}
 			if err := syncDir(fsys, dir); err != nil {
 				return err
 			}
+		case errors.Is(err, fs.ErrExist):
 		default:
 			return err
 		}

@@ -57,10 +57,10 @@ func newMemDir(mode fs.FileMode) *memNode {
 }
 
 // CrashAfter arranges a crash point: n more mutating operations (opening
-// with O_CREATE or O_TRUNC, Write, WriteAt, Truncate, Sync, Mkdir, MkdirAll,
-// Rename, Remove, Lock) succeed, and the next one fails with ErrCrashed
-// without effect, as does every operation after it, reads included, until
-// Crash. A negative n removes the crash point.
+// with O_CREATE or O_TRUNC, Write, WriteAt, Truncate, Sync, a Mkdir that
+// creates, MkdirAll, Rename, Remove, Lock) succeed, and the next one fails
+// with ErrCrashed without effect, as does every operation after it, reads
+// included, until Crash. A negative n removes the crash point.
 func (m *Mem) CrashAfter(n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -284,7 +284,7 @@ func (m *Mem) ReadDir(name string) ([]fs.DirEntry, error) {
 func (m *Mem) Mkdir(name string, perm fs.FileMode) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.begin("mkdir", name, true); err != nil {
+	if err := m.begin("mkdir", name, false); err != nil {
 		return err
 	}
 	dir, base, err := m.lookup("mkdir", name)
@@ -293,6 +293,10 @@ func (m *Mem) Mkdir(name string, perm fs.FileMode) error {
 	}
 	if base == "" || dir.children[base] != nil {
 		return &fs.PathError{Op: "mkdir", Path: name, Err: fs.ErrExist}
+	}
+	// Only a Mkdir that creates is a mutating operation.
+	if err := m.begin("mkdir", name, true); err != nil {
+		return err
 	}
 	dir.children[base] = newMemDir(fs.ModeDir | perm.Perm())
 	return nil

@@ -20,6 +20,9 @@ type report struct {
 	misrouted, uuidMismatch, invented              []uint64
 	storedUnacked, errorDups                       int
 	foreign, sinkErrors                            int
+	// details names where the first lost and duplicated events were (or
+	// were not) found.
+	details []string
 }
 
 func (r *report) failed() bool {
@@ -45,9 +48,11 @@ func verdict(acks map[uint64]ack, f *found) *report {
 		}
 		if len(sq) > 1 {
 			r.dupSQL = append(r.dupSQL, s)
+			r.detail(s, a, sq, pq, ne)
 		}
 		if len(pq) > 1 {
 			r.dupParquet = append(r.dupParquet, s)
+			r.detail(s, a, sq, pq, ne)
 		}
 		if ne > 1 {
 			r.errorDups++
@@ -81,9 +86,11 @@ func verdict(acks map[uint64]ack, f *found) *report {
 		r.ackedValid++
 		if len(sq) == 0 {
 			r.lostSQL = append(r.lostSQL, s)
+			r.detail(s, a, sq, pq, ne)
 		}
 		if len(pq) == 0 {
 			r.lostParquet = append(r.lostParquet, s)
+			r.detail(s, a, sq, pq, ne)
 		}
 		if ne > 0 {
 			r.misrouted = append(r.misrouted, s)
@@ -105,6 +112,22 @@ func verdict(acks map[uint64]ack, f *found) *report {
 	r.invented = slices.Compact(r.invented)
 	r.foreign = f.foreign
 	return r
+}
+
+// detail notes where event s was found, for the first ten findings.
+func (r *report) detail(s uint64, a ack, sq, pq []sighting, ne int) {
+	if len(r.details) >= 10 {
+		return
+	}
+	where := func(xs []sighting) string {
+		parts := make([]string, len(xs))
+		for i, x := range xs {
+			parts[i] = x.src + " " + x.uuid
+		}
+		return "[" + strings.Join(parts, "; ") + "]"
+	}
+	r.details = append(r.details, fmt.Sprintf("  seq %d (%s to intake%d, acked %v): SQL %s; Parquet %s; EventErrors %d",
+		s, a.Mode, a.Intake, a.Acked, where(sq), where(pq), ne))
 }
 
 func readHistory(path string) ([]entry, error) {
@@ -225,6 +248,9 @@ func (r *report) print(w io.Writer, info runInfo, hist []entry, took time.Durati
 	fmt.Fprintf(w, "EventErrors: acknowledged invalid events missing %s; events with more than one EventError %d\n", list(r.lostInvalid), r.errorDups)
 	fmt.Fprintf(w, "misrouted %s; uuid disagreements %s; never sent but stored %s; records of no event of this run %d; sink error records %d\n",
 		list(r.misrouted), list(r.uuidMismatch), list(r.invented), r.foreign, r.sinkErrors)
+	for _, d := range r.details {
+		fmt.Fprintln(w, d)
+	}
 	worst := recovery{took: -1}
 	unrecovered := 0
 	for _, rc := range recoveries(hist, info.Rate) {

@@ -34,7 +34,9 @@ type sighting struct {
 // found is every output of the run, by event sequence number.
 type found struct {
 	sql, parquet map[uint64][]sighting
-	errors       map[uint64]int
+	// iceberg is nil when no Iceberg sink was deployed.
+	iceberg map[uint64][]sighting
+	errors  map[uint64]int
 	// foreign are records whose marker is not of this run or cannot be
 	// parsed; invented are sequence numbers never sent.
 	foreign int
@@ -69,8 +71,21 @@ func checkCmd(ctx context.Context, args []string, w io.Writer) error {
 	if err := readSQL(ctx, os.Getenv("EVENTLOGGING_POSTGRES_DSN"), marker, f); err != nil {
 		return fmt.Errorf("PostgreSQL: %w", err)
 	}
+	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+		os.Setenv("AWS_ACCESS_KEY_ID", os.Getenv("EVENTLOGGING_S3_ACCESS_KEY"))
+		os.Setenv("AWS_SECRET_ACCESS_KEY", os.Getenv("EVENTLOGGING_S3_SECRET_KEY"))
+	}
 	if err := readParquet(ctx, info.Target, marker, f); err != nil {
 		return fmt.Errorf("parquet on S3: %w", err)
+	}
+	if info.Warehouse != "" {
+		f.iceberg = map[uint64][]sighting{}
+		n, err := readIceberg(ctx, os.Getenv("EVENTLOGGING_POSTGRES_DSN"), info.Warehouse,
+			func(s string) (uint64, bool) { return seqOf(marker, s) }, f.iceberg)
+		if err != nil {
+			return fmt.Errorf("iceberg: %w", err)
+		}
+		f.foreign += n
 	}
 	sinkErrors, err := readErrors(ctx, info.Brokers, marker, f)
 	if err != nil {
@@ -176,10 +191,6 @@ func readSQL(ctx context.Context, dsn string, re *regexp.Regexp, f *found) error
 // readParquet reads the uuid and webHost columns of every published
 // Parquet object of the target.
 func readParquet(ctx context.Context, target string, re *regexp.Regexp, f *found) error {
-	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
-		os.Setenv("AWS_ACCESS_KEY_ID", os.Getenv("EVENTLOGGING_S3_ACCESS_KEY"))
-		os.Setenv("AWS_SECRET_ACCESS_KEY", os.Getenv("EVENTLOGGING_S3_SECRET_KEY"))
-	}
 	st, err := objstore.Open(ctx, target)
 	if err != nil {
 		return err

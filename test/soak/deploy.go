@@ -24,6 +24,8 @@ const (
 	procGroup    = "soak-processor"
 	sinkGroup    = "soak-sink"
 	sessionTO    = 6 * time.Second
+	// icebergCommit is the Iceberg sink's commit interval.
+	icebergCommit = 10 * time.Second
 )
 
 // deployment is the set of role instances of one soak run.
@@ -245,15 +247,16 @@ func httpOK(ctx context.Context, u string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// s3Target is the file sinks' target URL.
-func s3Target(endpoint, region, bucket string) string {
-	return "s3://" + bucket + "/events?" + url.Values{"endpoint": {endpoint}, "region": {region}, "use_path_style": {"true"}}.Encode()
+// s3Target is an s3:// URL of the store in the sinks' spelling.
+func s3Target(endpoint, region, bucket, prefix string) string {
+	return "s3://" + bucket + "/" + prefix + "?" + url.Values{"endpoint": {endpoint}, "region": {region}, "use_path_style": {"true"}}.Encode()
 }
 
 // build declares the roles: two registries, two intakes, two processors
-// (each on its own registry), a PostgreSQL sink and two Parquet sinks in
-// one consumer group on one S3 target.
-func (d *deployment) build(port int, pgDSN, target string) {
+// (each on its own registry), a PostgreSQL sink, two Parquet sinks in one
+// consumer group on one S3 target and, unless warehouse is "", an Iceberg
+// sink (catalog in PostgreSQL, warehouse on S3).
+func (d *deployment) build(port int, pgDSN, target, warehouse string) {
 	for i := range 2 {
 		addr := fmt.Sprintf("127.0.0.1:%d", port+i)
 		d.registries = append(d.registries, "http://"+addr)
@@ -275,10 +278,41 @@ func (d *deployment) build(port int, pgDSN, target string) {
 		d.addRole(fmt.Sprintf("processor%d", i+1), []string{"EVENTLOGGING_REGISTRY_URL=" + d.registries[i]}, nil, "process")
 	}
 	d.addRole("sink-sql", []string{"EVENTLOGGING_REGISTRY_URL=" + d.registries[0]}, nil, "sink", "--sql", pgDSN)
+	if warehouse != "" {
+		d.addRole("sink-iceberg", []string{"EVENTLOGGING_REGISTRY_URL=" + d.registries[1]}, nil, "sink",
+			"--iceberg-catalog", pgDSN, "--iceberg-warehouse", warehouse, "--iceberg-commit-interval", icebergCommit.String())
+	}
 	for i := range 2 {
 		d.addRole(fmt.Sprintf("sink-files%d", i+1), []string{"EVENTLOGGING_REGISTRY_URL=" + d.registries[i]}, nil,
 			"sink", "--files", target, "--files-staging", filepath.Join(d.dir, fmt.Sprintf("staging%d", i+1)))
 	}
+}
+
+// cli runs an eventlogging command (schema push, replay) to its own log
+// under logs/, records it and its exit status in the history, and reports
+// whether it succeeded.
+func (d *deployment) cli(ctx context.Context, name string, args ...string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, d.bin, args...)
+	cmd.Env = append(os.Environ(), d.baseEnv...)
+	out, err := cmd.CombinedOutput()
+	f, ferr := os.OpenFile(filepath.Join(d.dir, "logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if ferr == nil {
+		fmt.Fprintf(f, "=== soak: %s at %s\n", strings.Join(args, " "), time.Now().UTC().Format(time.RFC3339Nano))
+		_, _ = f.Write(out)
+		f.Close()
+	}
+	status := "ok"
+	if err != nil {
+		status = err.Error()
+	}
+	last := strings.TrimSpace(string(out))
+	if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+		last = last[i+1:]
+	}
+	d.hist.add(name, strings.Join(args[:min(2, len(args))], " "), "status", status, "last_line", last)
+	return err == nil
 }
 
 // role returns the instance named name.

@@ -17,6 +17,8 @@ type report struct {
 	byMode                                         map[string]int // acknowledged, by mode
 	lostSQL, lostParquet, lostInvalid              []uint64
 	dupSQL, dupParquet                             []uint64
+	lostIceberg, dupIceberg                        []uint64
+	iceberg                                        bool
 	misrouted, uuidMismatch, invented              []uint64
 	storedUnacked, errorDups                       int
 	foreign, sinkErrors                            int
@@ -26,13 +28,13 @@ type report struct {
 }
 
 func (r *report) failed() bool {
-	return len(r.lostSQL)+len(r.lostParquet)+len(r.lostInvalid)+len(r.dupSQL)+len(r.dupParquet)+
+	return len(r.lostSQL)+len(r.lostParquet)+len(r.lostIceberg)+len(r.dupIceberg)+len(r.lostInvalid)+len(r.dupSQL)+len(r.dupParquet)+
 		len(r.misrouted)+len(r.uuidMismatch)+len(r.invented)+r.foreign > 0
 }
 
 // verdict compares what was acknowledged with what was found.
 func verdict(acks map[uint64]ack, f *found) *report {
-	r := &report{byMode: map[string]int{}}
+	r := &report{byMode: map[string]int{}, iceberg: f.iceberg != nil}
 	seqs := make([]uint64, 0, len(acks))
 	for s := range acks {
 		seqs = append(seqs, s)
@@ -41,24 +43,28 @@ func verdict(acks map[uint64]ack, f *found) *report {
 	for _, s := range seqs {
 		a := acks[s]
 		r.sent++
-		sq, pq, ne := f.sql[s], f.parquet[s], f.errors[s]
+		sq, pq, iq, ne := f.sql[s], f.parquet[s], f.iceberg[s], f.errors[s]
 		invalid := a.Invalid
 		if a.Answer != "" { // a synchronous POST's own verdict
 			invalid = a.Answer != "accepted"
 		}
 		if len(sq) > 1 {
 			r.dupSQL = append(r.dupSQL, s)
-			r.detail(s, a, sq, pq, ne)
+			r.detail(s, a, sq, pq, iq, ne)
 		}
 		if len(pq) > 1 {
 			r.dupParquet = append(r.dupParquet, s)
-			r.detail(s, a, sq, pq, ne)
+			r.detail(s, a, sq, pq, iq, ne)
+		}
+		if len(iq) > 1 {
+			r.dupIceberg = append(r.dupIceberg, s)
+			r.detail(s, a, sq, pq, iq, ne)
 		}
 		if ne > 1 {
 			r.errorDups++
 		}
 		uuids := map[string]bool{}
-		for _, x := range append(slices.Clone(sq), pq...) {
+		for _, x := range slices.Concat(sq, pq, iq) {
 			uuids[x.uuid] = true
 		}
 		if len(uuids) > 1 || (a.UUID != "" && len(uuids) == 1 && !uuids[a.UUID]) {
@@ -66,7 +72,7 @@ func verdict(acks map[uint64]ack, f *found) *report {
 		}
 		if !a.Acked {
 			r.unacked++
-			if len(sq)+len(pq)+ne > 0 {
+			if len(sq)+len(pq)+len(iq)+ne > 0 {
 				r.storedUnacked++
 			}
 			continue
@@ -78,7 +84,7 @@ func verdict(acks map[uint64]ack, f *found) *report {
 			if ne == 0 {
 				r.lostInvalid = append(r.lostInvalid, s)
 			}
-			if len(sq)+len(pq) > 0 {
+			if len(sq)+len(pq)+len(iq) > 0 {
 				r.misrouted = append(r.misrouted, s)
 			}
 			continue
@@ -86,17 +92,21 @@ func verdict(acks map[uint64]ack, f *found) *report {
 		r.ackedValid++
 		if len(sq) == 0 {
 			r.lostSQL = append(r.lostSQL, s)
-			r.detail(s, a, sq, pq, ne)
+			r.detail(s, a, sq, pq, iq, ne)
 		}
 		if len(pq) == 0 {
 			r.lostParquet = append(r.lostParquet, s)
-			r.detail(s, a, sq, pq, ne)
+			r.detail(s, a, sq, pq, iq, ne)
 		}
-		if ne > 0 {
+		if r.iceberg && len(iq) == 0 {
+			r.lostIceberg = append(r.lostIceberg, s)
+			r.detail(s, a, sq, pq, iq, ne)
+		}
+		if ne > 0 && a.Mode != "probe" { // a probe is an EventError until its revision is pushed
 			r.misrouted = append(r.misrouted, s)
 		}
 	}
-	for _, m := range []map[uint64][]sighting{f.sql, f.parquet} {
+	for _, m := range []map[uint64][]sighting{f.sql, f.parquet, f.iceberg} {
 		for s := range m {
 			if _, ok := acks[s]; !ok {
 				r.invented = append(r.invented, s)
@@ -115,8 +125,8 @@ func verdict(acks map[uint64]ack, f *found) *report {
 }
 
 // detail notes where event s was found, for the first ten findings.
-func (r *report) detail(s uint64, a ack, sq, pq []sighting, ne int) {
-	if len(r.details) >= 10 {
+func (r *report) detail(s uint64, a ack, sq, pq, iq []sighting, ne int) {
+	if len(r.details) >= 10 || (len(r.details) > 0 && strings.HasPrefix(r.details[len(r.details)-1], fmt.Sprintf("  seq %d ", s))) {
 		return
 	}
 	where := func(xs []sighting) string {
@@ -126,8 +136,8 @@ func (r *report) detail(s uint64, a ack, sq, pq []sighting, ne int) {
 		}
 		return "[" + strings.Join(parts, "; ") + "]"
 	}
-	r.details = append(r.details, fmt.Sprintf("  seq %d (%s to intake%d, acked %v): SQL %s; Parquet %s; EventErrors %d",
-		s, a.Mode, a.Intake, a.Acked, where(sq), where(pq), ne))
+	r.details = append(r.details, fmt.Sprintf("  seq %d (%s to intake%d, acked %v): SQL %s; Parquet %s; Iceberg %s; EventErrors %d",
+		s, a.Mode, a.Intake, a.Acked, where(sq), where(pq), where(iq), ne))
 }
 
 func readHistory(path string) ([]entry, error) {
@@ -214,6 +224,7 @@ func (r *report) print(w io.Writer, info runInfo, hist []entry, took time.Durati
 	faults := map[string]int{}
 	var crashes, faultErrors int
 	var drain string
+	var evolution []string
 	for _, e := range hist {
 		switch e.Kind {
 		case "fault":
@@ -223,6 +234,8 @@ func (r *report) print(w io.Writer, info runInfo, hist []entry, took time.Durati
 			crashes++
 		case "fault-error":
 			faultErrors++
+		case "schema-push", "replay-1", "replay-2":
+			evolution = append(evolution, fmt.Sprintf("%s %v", e.Kind, e.Details["status"]))
 		case "drain":
 			drain = fmt.Sprintf("%.1fs", e.Details["seconds"])
 		}
@@ -236,6 +249,8 @@ func (r *report) print(w io.Writer, info runInfo, hist []entry, took time.Durati
 	slices.Sort(kinds)
 	fmt.Fprintf(w, "faults: %d (%s); roles that exited on their own: %d; nemesis errors: %d; drain %s\n",
 		total, strings.Join(kinds, ", "), crashes, faultErrors, drain)
+	fmt.Fprintf(w, "schema evolution: %s; probes of Generic/%d (EventErrors until pushed and replayed) acknowledged: %d\n",
+		strings.Join(evolution, ", "), probeRevision, r.byMode["probe"])
 	modes := make([]string, 0, len(r.byMode))
 	for m, n := range r.byMode {
 		modes = append(modes, fmt.Sprintf("%s %d", m, n))
@@ -245,6 +260,11 @@ func (r *report) print(w io.Writer, info runInfo, hist []entry, took time.Durati
 		r.sent, r.acked, strings.Join(modes, ", "), r.ackedValid, r.ackedInvalid, r.unacked, r.storedUnacked)
 	fmt.Fprintf(w, "PostgreSQL: lost %s, duplicated %s\n", list(r.lostSQL), list(r.dupSQL))
 	fmt.Fprintf(w, "Parquet on S3: lost %s, duplicated %s\n", list(r.lostParquet), list(r.dupParquet))
+	if r.iceberg {
+		fmt.Fprintf(w, "Iceberg: lost %s, duplicated %s\n", list(r.lostIceberg), list(r.dupIceberg))
+	} else {
+		fmt.Fprintln(w, "Iceberg: not deployed")
+	}
 	fmt.Fprintf(w, "EventErrors: acknowledged invalid events missing %s; events with more than one EventError %d\n", list(r.lostInvalid), r.errorDups)
 	fmt.Fprintf(w, "misrouted %s; uuid disagreements %s; never sent but stored %s; records of no event of this run %d; sink error records %d\n",
 		list(r.misrouted), list(r.uuidMismatch), list(r.invented), r.foreign, r.sinkErrors)

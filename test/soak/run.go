@@ -17,13 +17,15 @@ import (
 
 // runInfo is what `soak run` leaves in run.json for the checker.
 type runInfo struct {
-	RunID   string    `json:"run_id"`
-	Seed    uint64    `json:"seed"`
-	Minutes float64   `json:"minutes"`
-	Rate    float64   `json:"rate"`
-	Brokers []string  `json:"brokers"`
-	Target  string    `json:"target"`
-	Start   time.Time `json:"start"`
+	RunID   string   `json:"run_id"`
+	Seed    uint64   `json:"seed"`
+	Minutes float64  `json:"minutes"`
+	Rate    float64  `json:"rate"`
+	Brokers []string `json:"brokers"`
+	Target  string   `json:"target"`
+	// Warehouse is the Iceberg warehouse; "": no Iceberg sink.
+	Warehouse string    `json:"warehouse,omitempty"`
+	Start     time.Time `json:"start"`
 }
 
 func runCmd(ctx context.Context, args []string) error {
@@ -37,6 +39,7 @@ func runCmd(ctx context.Context, args []string) error {
 	rate := fs.Float64("rate", 300, "events/s offered")
 	port := fs.Int("port", 39640, "first of the roles' ports (registries, then intakes)")
 	bucket := fs.String("bucket", "soak", "S3 bucket of the Parquet files")
+	withIceberg := fs.Bool("iceberg", true, "deploy an Iceberg sink too (catalog in PostgreSQL, warehouse on S3)")
 	drain := fs.Duration("drain", 4*time.Minute, "how long to wait for the pipeline to drain after the load")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -63,8 +66,13 @@ func runCmd(ctx context.Context, args []string) error {
 	}
 	defer hist.close()
 
-	target := s3Target(endpoint, region, *bucket)
-	info := runInfo{RunID: fmt.Sprintf("soak%d", *seed), Seed: *seed, Minutes: *minutes, Rate: *rate, Brokers: brokers, Target: target, Start: time.Now().UTC()}
+	target := s3Target(endpoint, region, *bucket, "events")
+	warehouse := ""
+	if *withIceberg {
+		warehouse = s3Target(endpoint, region, *bucket, "iceberg")
+	}
+	info := runInfo{RunID: fmt.Sprintf("soak%d", *seed), Seed: *seed, Minutes: *minutes, Rate: *rate, Brokers: brokers,
+		Target: target, Warehouse: warehouse, Start: time.Now().UTC()}
 	b, _ := json.MarshalIndent(info, "", "  ")
 	if err := os.WriteFile(filepath.Join(*dir, "run.json"), b, 0o644); err != nil {
 		return err
@@ -78,7 +86,25 @@ func runCmd(ctx context.Context, args []string) error {
 	if err := d.writeConfig(brokers, *schemas); err != nil {
 		return err
 	}
-	d.build(*port, pgDSN, target)
+	d.build(*port, pgDSN, target, warehouse)
+	gs := allGroups[:3]
+	if warehouse != "" {
+		gs = allGroups
+	}
+	if err := os.MkdirAll(filepath.Join(*dir, "pushed", "Generic"), 0o755); err != nil {
+		return err
+	}
+	// The repository pushed: Generic's revisions, the new one last.
+	b13, err := os.ReadFile(filepath.Join(*schemas, "Generic", "13.json"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*dir, "pushed", "Generic", "13.json"), b13, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*dir, "pushed", "Generic", fmt.Sprintf("%d.json", probeRevision)), []byte(probeSchema), 0o644); err != nil {
+		return err
+	}
 	hist.add("run", "soak", "seed", *seed, "minutes", *minutes, "rate", *rate, "run_id", info.RunID)
 
 	// Stop every role at the end, whatever happened.
@@ -119,7 +145,7 @@ func runCmd(ctx context.Context, args []string) error {
 
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	var sampler sync.WaitGroup
-	sampler.Go(func() { sample(sampleCtx, adm, hist) })
+	sampler.Go(func() { sample(sampleCtx, adm, hist, gs) })
 	defer func() { stopSampling(); sampler.Wait() }()
 
 	ackFile, err := os.Create(filepath.Join(*dir, "acks.jsonl"))
@@ -134,12 +160,31 @@ func runCmd(ctx context.Context, args []string) error {
 	loadCtx, stopLoad := context.WithTimeout(ctx, time.Duration(*minutes*float64(time.Minute)))
 	defer stopLoad()
 	n := &nemesis{d: d, rng: rand.New(rand.NewPCG(*seed, 32)), scripts: *scripts, hist: hist}
-	var nem sync.WaitGroup
+	var nem, evolve sync.WaitGroup
 	nem.Go(func() { n.run(loadCtx) })
+	// Halfway: the new revision is pushed, the probes stop, and their
+	// EventErrors are replayed.
+	half := time.Duration(*minutes * float64(time.Minute) / 2)
+	evolve.Go(func() {
+		probeCtx, stopProbes := context.WithTimeout(loadCtx, half)
+		defer stopProbes()
+		l.probes(probeCtx, info.RunID)
+		if loadCtx.Err() != nil {
+			return
+		}
+		// Retried: the registry leader may be the instance the nemesis
+		// has just stopped.
+		for try := 0; try < 6 && !d.cli(ctx, "schema-push", "schema", "push", filepath.Join(*dir, "pushed"), "--registry", d.registries[try%2]); try++ {
+			time.Sleep(5 * time.Second)
+		}
+		time.Sleep(5 * time.Second) // the probes under way reach the processors
+		d.cli(ctx, "replay-1", "replay", "--config", d.config, "--registry", d.registries[1], "--schema", "Generic", "--wait", "60s")
+	})
 	hist.add("load-start", "intakes", "rate", *rate)
 	l.run(loadCtx, 8)
 	hist.add("load-stop", "intakes", "sent", l.sent.Load(), "acked", l.acked.Load())
 	nem.Wait()
+	evolve.Wait()
 	if err := ackFile.Sync(); err != nil {
 		return err
 	}
@@ -152,12 +197,23 @@ func runCmd(ctx context.Context, args []string) error {
 	// woke what it stopped); wait until every group has consumed
 	// everything.
 	t0 := time.Now()
-	lags, err := waitDrained(ctx, adm, *drain)
+	// Once the processors have read everything, the probes' EventErrors
+	// that came after the first replay are replayed too.
+	if _, err := waitDrained(ctx, adm, *drain, procGroup); err != nil {
+		return err
+	}
+	d.cli(ctx, "replay-2", "replay", "--config", d.config, "--registry", d.registries[0], "--schema", "Generic", "--wait", "60s")
+	lags, err := waitDrained(ctx, adm, *drain, gs...)
 	hist.add("drain", "pipeline", "seconds", time.Since(t0).Seconds(), "lags", lags, "complete", err == nil)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "soak: drained after %.1fs\n", time.Since(t0).Seconds())
+	if warehouse != "" {
+		// The Iceberg sink's group offsets run ahead of its tables: its
+		// rows are committed at the next commit round.
+		time.Sleep(2*icebergCommit + 5*time.Second)
+	}
 	for _, r := range d.roles {
 		if r.crashes > 0 {
 			fmt.Fprintf(os.Stderr, "soak: %s exited on its own %d times (see logs/%s.log)\n", r.name, r.crashes, r.name)
@@ -166,11 +222,11 @@ func runCmd(ctx context.Context, args []string) error {
 	return nil
 }
 
-var groups = []string{procGroup, sinkGroup + "-sql", sinkGroup + "-files"}
+var allGroups = []string{procGroup, sinkGroup + "-sql", sinkGroup + "-files", sinkGroup + "-iceberg"}
 
 // lagsNow returns each group's total lag; -1 for a group that could not
 // be described.
-func lagsNow(ctx context.Context, adm *kafka.Admin) (map[string]int64, error) {
+func lagsNow(ctx context.Context, adm *kafka.Admin, groups ...string) (map[string]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	gl, err := adm.GroupLags(ctx, "", groups...)
@@ -189,14 +245,14 @@ func lagsNow(ctx context.Context, adm *kafka.Admin) (map[string]int64, error) {
 }
 
 // sample records the groups' lag every second.
-func sample(ctx context.Context, adm *kafka.Admin, hist *history) {
+func sample(ctx context.Context, adm *kafka.Admin, hist *history, groups []string) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(time.Second):
 		}
-		lags, err := lagsNow(ctx, adm)
+		lags, err := lagsNow(ctx, adm, groups...)
 		if err != nil {
 			hist.add("sample", "lag", "error", err.Error())
 			continue
@@ -207,12 +263,12 @@ func sample(ctx context.Context, adm *kafka.Admin, hist *history) {
 
 // waitDrained waits until every group's lag is 0 in three samples in a
 // row, or the deadline.
-func waitDrained(ctx context.Context, adm *kafka.Admin, deadline time.Duration) (map[string]int64, error) {
+func waitDrained(ctx context.Context, adm *kafka.Admin, deadline time.Duration, groups ...string) (map[string]int64, error) {
 	end := time.Now().Add(deadline)
 	zero := 0
 	var last map[string]int64
 	for time.Now().Before(end) {
-		lags, err := lagsNow(ctx, adm)
+		lags, err := lagsNow(ctx, adm, groups...)
 		if err == nil {
 			last = lags
 			ok := len(lags) == len(groups)

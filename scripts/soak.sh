@@ -56,6 +56,7 @@ export EVENTLOGGING_S3_PORT=$((base + 33)) S3_RUN_DIR=$run/s3
 export KAFKA_HEAP=${KAFKA_HEAP:-320m}
 
 started=()
+# shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
 	local rc=$?
 	for s in "${started[@]}"; do
@@ -65,12 +66,12 @@ cleanup() {
 		s3) "$here/s3.sh" resume >/dev/null 2>&1 || true; "$here/s3.sh" stop || true ;;
 		esac
 	done
-	if [ $rc -eq 0 ] && [ -z "$keep" ]; then
+	if [ "$rc" -eq 0 ] && [ -z "$keep" ]; then
 		rm -rf "$run"
 	else
 		log "run dir kept: $run"
 	fi
-	exit $rc
+	exit "$rc"
 }
 trap cleanup EXIT
 

@@ -48,7 +48,7 @@ func checkCmd(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	dir := fs.String("dir", "", "run directory of `soak run`")
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if *dir == "" {
 		return fmt.Errorf("%w: --dir is required", errUsage)
@@ -72,8 +72,9 @@ func checkCmd(ctx context.Context, args []string, w io.Writer) error {
 		return fmt.Errorf("PostgreSQL: %w", err)
 	}
 	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
-		os.Setenv("AWS_ACCESS_KEY_ID", os.Getenv("EVENTLOGGING_S3_ACCESS_KEY"))
-		os.Setenv("AWS_SECRET_ACCESS_KEY", os.Getenv("EVENTLOGGING_S3_SECRET_KEY"))
+		// The store's client takes the AWS SDK's default chain.
+		_ = os.Setenv("AWS_ACCESS_KEY_ID", os.Getenv("EVENTLOGGING_S3_ACCESS_KEY"))
+		_ = os.Setenv("AWS_SECRET_ACCESS_KEY", os.Getenv("EVENTLOGGING_S3_SECRET_KEY"))
 	}
 	if err := readParquet(ctx, info.Target, marker, f); err != nil {
 		return fmt.Errorf("parquet on S3: %w", err)
@@ -140,7 +141,7 @@ func readSQL(ctx context.Context, dsn string, re *regexp.Regexp, f *found) error
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	rows, err := db.QueryContext(ctx, `SELECT table_name FROM information_schema.columns
 		WHERE table_schema = 'public' AND column_name IN ('uuid', 'webHost')
 		GROUP BY table_name HAVING count(*) = 2 ORDER BY table_name`)
@@ -151,12 +152,12 @@ func readSQL(ctx context.Context, dsn string, re *regexp.Regexp, f *found) error
 	for rows.Next() {
 		var t string
 		if err := rows.Scan(&t); err != nil {
-			rows.Close()
+			_ = rows.Close()
 			return err
 		}
 		tables = append(tables, t)
 	}
-	rows.Close()
+	_ = rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func readSQL(ctx context.Context, dsn string, re *regexp.Regexp, f *found) error
 			var uuid string
 			var host sql.NullString
 			if err := rs.Scan(&uuid, &host); err != nil {
-				rs.Close()
+				_ = rs.Close()
 				return err
 			}
 			seq, ok := seqOf(re, host.String)
@@ -180,7 +181,7 @@ func readSQL(ctx context.Context, dsn string, re *regexp.Regexp, f *found) error
 			}
 			f.sql[seq] = append(f.sql[seq], sighting{uuid: uuid, src: t})
 		}
-		rs.Close()
+		_ = rs.Close()
 		if err := rs.Err(); err != nil {
 			return err
 		}
@@ -195,7 +196,7 @@ func readParquet(ctx context.Context, target string, re *regexp.Regexp, f *found
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	objs, err := st.List(ctx, "")
 	if err != nil {
 		return err

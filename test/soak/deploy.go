@@ -117,7 +117,9 @@ func (r *role) start(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(logf, "=== soak: start %d of %s at %s\n", r.gen, r.name, time.Now().UTC().Format(time.RFC3339Nano))
-	cmd := exec.Command(r.d.bin, r.args...)
+	// Not ctx: the instance outlives the start-up it bounds; it is
+	// stopped by kill or terminate.
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), r.d.bin, r.args...)
 	cmd.Env = append(append(os.Environ(), r.d.baseEnv...), r.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The roles die with the soak should it be killed.
@@ -313,14 +315,4 @@ func (d *deployment) cli(ctx context.Context, name string, args ...string) bool 
 	}
 	d.hist.add(name, strings.Join(args[:min(2, len(args))], " "), "status", status, "last_line", last)
 	return err == nil
-}
-
-// role returns the instance named name.
-func (d *deployment) role(name string) *role {
-	for _, r := range d.roles {
-		if r.name == name {
-			return r
-		}
-	}
-	return nil
 }

@@ -35,12 +35,12 @@ func readIceberg(ctx context.Context, dsn, warehouse string, re seqFinder, into 
 	if err != nil {
 		return 0, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	cat, err := sqlcat.NewCatalog("eventlogging", db, sqlcat.Postgres, props)
 	if err != nil {
 		return 0, err
 	}
-	defer cat.Close()
+	defer func() { _ = cat.Close() }()
 	var idents []table.Identifier
 	for id, err := range cat.ListTables(ctx, table.Identifier{"eventlogging"}) {
 		if err != nil {

@@ -92,10 +92,10 @@ func (l *load) worker(ctx context.Context, w, workers int, start time.Time) {
 	var body, target []byte
 	for n := 0; ctx.Err() == nil; n++ {
 		mode, events := "beacon", 1
-		switch x := rng.IntN(10); {
-		case x == 8:
+		switch rng.IntN(10) {
+		case 8:
 			mode, events = "post", loadBatch
-		case x == 9:
+		case 9:
 			mode, events = "hasty", loadBatch
 		}
 		// Pace: events/perWorker seconds per request.

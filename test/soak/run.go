@@ -42,7 +42,7 @@ func runCmd(ctx context.Context, args []string) error {
 	withIceberg := fs.Bool("iceberg", true, "deploy an Iceberg sink too (catalog in PostgreSQL, warehouse on S3)")
 	drain := fs.Duration("drain", 4*time.Minute, "how long to wait for the pipeline to drain after the load")
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	brokers := strings.Split(os.Getenv("SOAK_BROKERS"), ",")
 	pgDSN := os.Getenv("EVENTLOGGING_POSTGRES_DSN")
@@ -64,7 +64,7 @@ func runCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer hist.close()
+	defer func() { _ = hist.close() }()
 
 	target := s3Target(endpoint, region, *bucket, "events")
 	warehouse := ""

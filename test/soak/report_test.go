@@ -10,7 +10,9 @@ import (
 // clean run passes.
 func TestVerdict(t *testing.T) {
 	one := func(src, uuid string) []sighting { return []sighting{{uuid: uuid, src: src}} }
-	two := func(src, uuid string) []sighting { return []sighting{{uuid: uuid, src: src}, {uuid: uuid, src: src + "'"}} }
+	two := func(src, uuid string) []sighting {
+		return []sighting{{uuid: uuid, src: src}, {uuid: uuid, src: src + "'"}}
+	}
 	acks := map[uint64]ack{
 		0: {Seq: 0, Mode: "beacon", Acked: true},
 		1: {Seq: 1, Mode: "post", Acked: true, UUID: "u1", Answer: "accepted"},

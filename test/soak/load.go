@@ -48,7 +48,6 @@ type load struct {
 	hc      *http.Client
 
 	sent, acked, failed atomic.Int64
-	perSecond           sync.Map // unix second → *atomic.Int64 acked
 }
 
 const loadBatch = 10
@@ -201,9 +200,6 @@ func (l *load) send(ctx context.Context, mode, target string, body []byte, first
 	l.sent.Add(int64(len(acks)))
 	l.acked.Add(n)
 	l.failed.Add(int64(len(acks)) - n)
-	sec := time.Now().Unix()
-	c, _ := l.perSecond.LoadOrStore(sec, new(atomic.Int64))
-	c.(*atomic.Int64).Add(n)
 }
 
 // probes sends, until ctx ends, a beacon every 200 ms of a revision of

@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -159,25 +160,31 @@ func (h *hdfsStore) write(ctx context.Context, key string, r func() (io.ReadClos
 			return err
 		}
 		defer src.Close()
-		w, err := c.Create(tmp)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(w, src); err != nil {
-			_ = w.Close()
-			_ = c.Remove(tmp)
-			return err
-		}
-		if err := closeWriter(w); err != nil {
-			_ = c.Remove(tmp)
-			return err
-		}
-		return c.Rename(tmp, p)
+		return writeRename(c, src, tmp, p)
 	})
 	if err != nil {
 		return fmt.Errorf("hdfs put %s: %w", p, err)
 	}
 	return nil
+}
+
+// writeRename writes src to the hidden temp file tmp and renames it over
+// p; a failed write removes tmp.
+func writeRename(c *hdfs.Client, src io.Reader, tmp, p string) error {
+	w, err := c.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, src); err != nil {
+		_ = w.Close()
+		_ = c.Remove(tmp)
+		return err
+	}
+	if err := closeWriter(w); err != nil {
+		_ = c.Remove(tmp)
+		return err
+	}
+	return c.Rename(tmp, p)
 }
 
 func (h *hdfsStore) Put(ctx context.Context, key string, b []byte) error {
@@ -230,20 +237,7 @@ func (h *hdfsStore) PutIf(ctx context.Context, key string, b []byte, match strin
 		case match == "" || contentVersion(cur) != match:
 			return preconditionFailed(h.target, key)
 		}
-		w, err := c.Create(tmp)
-		if err != nil {
-			return err
-		}
-		if _, err := w.Write(b); err != nil {
-			_ = w.Close()
-			_ = c.Remove(tmp)
-			return err
-		}
-		if err := closeWriter(w); err != nil {
-			_ = c.Remove(tmp)
-			return err
-		}
-		return c.Rename(tmp, p)
+		return writeRename(c, bytes.NewReader(b), tmp, p)
 	})
 	if err != nil {
 		if errors.Is(err, ErrPrecondition) {

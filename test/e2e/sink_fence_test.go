@@ -152,16 +152,7 @@ func fenceRun(t *testing.T, target string) {
 
 	local := testsupport.DownloadTree(t, target, "_filesink/")
 	seen := parquetUUIDs(t, filepath.Join(local, topic))
-	dups, missing := 0, 0
-	for i := range fenceEvents {
-		switch seen[events.uuid(i)] {
-		case 0:
-			missing++
-		case 1:
-		default:
-			dups++
-		}
-	}
+	missing, dups := events.notOnce(seen, fenceEvents)
 	claims, fenced := 0, 0
 	for _, p := range all {
 		logs := p.logs()

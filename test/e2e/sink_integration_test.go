@@ -71,9 +71,18 @@ func TestSinkCrashExactlyOnce(t *testing.T) {
 		t.Errorf("unicode round trip: %q %v", title, err)
 	}
 	seen := parquetUUIDs(t, filepath.Join(files, topic))
-	dups, missing := 0, 0
+	missing, dups := events.notOnce(seen, n)
+	if missing > 0 || dups > 0 || len(seen) != n {
+		t.Fatalf("Parquet: %d uuids, %d missing, %d duplicated", len(seen), missing, dups)
+	}
+	t.Logf("after 5 SIGKILLs: %d rows in SQL, %d distinct uuids in Parquet, no duplicate", rows, len(seen))
+}
+
+// notOnce counts the capsules 0 to n-1 of c that seen holds no time
+// (missing) or more than once (dups).
+func (c capsuleSet) notOnce(seen map[string]int, n int) (missing, dups int) {
 	for i := range n {
-		switch seen[events.uuid(i)] {
+		switch seen[c.uuid(i)] {
 		case 0:
 			missing++
 		case 1:
@@ -81,10 +90,7 @@ func TestSinkCrashExactlyOnce(t *testing.T) {
 			dups++
 		}
 	}
-	if missing > 0 || dups > 0 || len(seen) != n {
-		t.Fatalf("Parquet: %d uuids, %d missing, %d duplicated", len(seen), missing, dups)
-	}
-	t.Logf("after 5 SIGKILLs: %d rows in SQL, %d distinct uuids in Parquet, no duplicate", rows, len(seen))
+	return missing, dups
 }
 
 // parquetUUIDs counts each uuid in the Parquet files under dir.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -28,8 +27,8 @@ const fenceEvents = 100_000
 // on the real HDFS, while 100,000 events arrive in ten parts and, after
 // each, one sink chosen at random is SIGKILLed or stopped (a rebalance
 // either way: the session expires, or it leaves the group) and started
-// again, or paused (SIGSTOP) past its session and woken up. Partitions move between live sinks holding open files of them;
-// the store's fence (a conditional write of each partition's manifest)
+// again, or paused (SIGSTOP) past its session and woken up. Partitions
+// move between live sinks holding open files of them; the store's fence (a conditional write of each partition's manifest)
 // keeps the old writer from publishing after the new one claimed it.
 // Afterwards every uuid is in the published files exactly once.
 func TestFileSinksShareTarget(t *testing.T) {
@@ -37,11 +36,8 @@ func TestFileSinksShareTarget(t *testing.T) {
 		t.Skip("100,000 events through three race-built sinks: scripts/test.sh runs it in its pass without -race")
 	}
 	t.Run("s3", func(t *testing.T) {
-		srv := testsupport.S3(t)
-		bucket := srv.Bucket(t)
-		t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-		t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-		fenceRun(t, "s3://"+bucket+"/events?"+url.Values{"endpoint": {srv.Endpoint}, "region": {srv.Region}, "use_path_style": {"true"}}.Encode())
+		_, _, target := userS3Target(t)
+		fenceRun(t, target)
 	})
 	t.Run("hdfs", func(t *testing.T) {
 		srv := testsupport.HDFS(t)

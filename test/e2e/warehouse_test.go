@@ -27,11 +27,7 @@ func TestWarehouse(t *testing.T) {
 		t.Skip("100,000 events through a race-built standalone: scripts/test.sh runs it in its pass without -race")
 	}
 	t.Run("s3", func(t *testing.T) {
-		srv := testsupport.S3(t)
-		bucket := srv.Bucket(t)
-		t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-		t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-		target := "s3://" + bucket + "/events?" + url.Values{"endpoint": {srv.Endpoint}, "region": {srv.Region}, "use_path_style": {"true"}}.Encode()
+		srv, bucket, target := userS3Target(t)
 		warehouseRun(t, target, func() testsupport.ParquetRead {
 			return testsupport.PyarrowS3(t, srv, bucket, "events")
 		})
@@ -50,6 +46,19 @@ func TestWarehouse(t *testing.T) {
 			return testsupport.PyarrowLocal(t, local)
 		})
 	})
+}
+
+// userS3Target makes a bucket on the tests' S3 store, sets the AWS
+// credential variables as a user would (the sinks inherit them) and
+// returns the s3:// target of its events/ prefix, as a user writes it.
+func userS3Target(t *testing.T) (srv testsupport.S3Server, bucket, target string) {
+	t.Helper()
+	srv = testsupport.S3(t)
+	bucket = srv.Bucket(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	target = "s3://" + bucket + "/events?" + url.Values{"endpoint": {srv.Endpoint}, "region": {srv.Region}, "use_path_style": {"true"}}.Encode()
+	return srv, bucket, target
 }
 
 func warehouseRun(t *testing.T, target string, read func() testsupport.ParquetRead) {

@@ -178,6 +178,13 @@ type Sink struct {
 	// BatchSize and BatchTime bound a batch.
 	BatchSize int           `yaml:"batch_size"`
 	BatchTime time.Duration `yaml:"batch_time"`
+	// DedupeWindow: the file and Iceberg sinks drop a record whose uuid is
+	// in the last this many records of its partition (an event produced
+	// twice: a batch processed again after a crash, a synchronous POST
+	// spooled after an ambiguous produce); each assignment rereads as
+	// many records. Memory: about 50 bytes per record of the window per
+	// assigned partition. 0: off.
+	DedupeWindow int `yaml:"dedupe_window"`
 	// FileMaxAge publishes open files after this long; Lateness closes
 	// hours (writes _SUCCESS) this long after they end.
 	FileMaxAge time.Duration `yaml:"file_max_age"`
@@ -515,6 +522,7 @@ func Default() Config {
 			ErrorTopic:            "eventlogging_SinkError",
 			BatchSize:             1000,
 			BatchTime:             5 * time.Second,
+			DedupeWindow:          20_000,
 			FileMaxAge:            DefaultFileMaxAge,
 			IcebergCommitInterval: time.Minute,
 			IcebergNamespace:      "eventlogging",
@@ -842,6 +850,9 @@ func (c *Config) validateIntake() error {
 	}
 	if !capsule.ValidTopicName(sk.ErrorTopic) {
 		return fmt.Errorf("config: sink.error_topic: %q is not a valid topic name", sk.ErrorTopic)
+	}
+	if sk.DedupeWindow < 0 || sk.DedupeWindow > 10_000_000 {
+		return fmt.Errorf("config: sink.dedupe_window: %d, want 0 (off) to 10000000 records", sk.DedupeWindow)
 	}
 	if sk.BatchSize < 1 || sk.BatchTime < 10*time.Millisecond {
 		return fmt.Errorf("config: sink.batch_size %d / batch_time %s: want at least 1 and 10ms", sk.BatchSize, sk.BatchTime)

@@ -159,7 +159,7 @@ func TestEnqueueKeepsSpoolRoomForTheBuffer(t *testing.T) {
 		}
 		accepted++
 	}
-	perRecord := spool.FrameSize(len(msg.Topic), len(msg.Value))
+	perRecord := spool.FrameSize(msg)
 	if want := int((1 << 20) / perRecord); accepted != want {
 		t.Fatalf("accepted %d records of %d bytes into the buffer, want %d (what a 1 MiB spool holds)", accepted, perRecord, want)
 	}

@@ -132,7 +132,7 @@ func (w *Writer) Enqueue(msgs []kafka.Message) error {
 	}
 	var size int64
 	for _, m := range msgs {
-		size += spool.FrameSize(len(m.Topic), len(m.Value))
+		size += spool.FrameSize(m)
 	}
 	if w.reserved.Add(size) > w.spoolRoom() {
 		w.reserved.Add(-size)
@@ -140,7 +140,7 @@ func (w *Writer) Enqueue(msgs []kafka.Message) error {
 	}
 	for _, m := range msgs {
 		w.prod.TryProduce(m, func(err error) {
-			defer w.reserved.Add(-spool.FrameSize(len(m.Topic), len(m.Value)))
+			defer w.reserved.Add(-spool.FrameSize(m))
 			if err == nil {
 				return
 			}
@@ -273,7 +273,7 @@ func (w *Writer) appendSpool(msgs []kafka.Message, reserved bool) error {
 	recs := msgs // the spool takes the same records
 	var size int64
 	for _, m := range msgs {
-		size += spool.FrameSize(len(m.Topic), len(m.Value))
+		size += spool.FrameSize(m)
 	}
 	w.mu.Lock()
 	var err error
@@ -362,7 +362,7 @@ func (w *Writer) replayOnce(ctx context.Context) (int, error) {
 	}
 	msgs := make([]kafka.Message, len(recs))
 	for i, r := range recs {
-		msgs[i] = kafka.Message{Topic: r.Topic, Value: r.Value}
+		msgs[i] = kafka.Message{Topic: r.Topic, Key: r.Key, Value: r.Value}
 	}
 	sctx, cancel := context.WithTimeout(ctx, w.cfg.SyncTimeout)
 	defer cancel()

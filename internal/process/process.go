@@ -262,18 +262,31 @@ func (p *Processor) finish(ctx context.Context, s *scratch, raw []byte, line *ra
 		fail.violations = capsule.BoundViolations(fail.violations)
 		fail.message = capsule.Truncate(fail.message, capsule.MaxMessageBytes)
 		p.cfg.Metrics.count(fail.label, fail.code)
-		out = append(out, Output{Topic: p.cfg.ErrorTopic, Value: p.errorValue(p.storedRaw(raw, line, fl), len(raw), src, fl, c, fail)})
+		out = append(out, Output{Topic: p.cfg.ErrorTopic, Key: uuidKey(c.UUID), Value: p.errorValue(p.storedRaw(raw, line, fl), len(raw), src, fl, c, fail)})
 		return out, Result{UUID: c.UUID, Code: fail.code, Message: fail.message, Errors: fail.violations}
 	}
 	p.cfg.Metrics.count(r.label, "")
+	key := uuidKey(c.UUID)
 	if r.topics == nil {
-		out = append(out, Output{Topic: r.topic, Value: r.value})
+		out = append(out, Output{Topic: r.topic, Key: key, Value: r.value})
 		return out, Result{UUID: c.UUID, Topic: r.topic}
 	}
 	for _, t := range r.topics {
-		out = append(out, Output{Topic: t, Value: r.value})
+		out = append(out, Output{Topic: t, Key: key, Value: r.value})
 	}
 	return out, Result{UUID: c.UUID, Topic: r.topics[0]}
+}
+
+// uuidKey is the Kafka key of an event's records: its uuid (nil when it
+// has none). Every copy of an event (a batch processed again after a
+// crash, a synchronous POST spooled after an ambiguous produce) then goes
+// to the same partition of its topic, where the file and Iceberg sinks
+// drop the copies (sink.Config.DedupeWindow).
+func uuidKey(uuid string) []byte {
+	if uuid == "" {
+		return nil
+	}
+	return []byte(uuid)
 }
 
 // route is where a valid record goes: the same value in every topic.

@@ -112,6 +112,13 @@ func TestParserReferencePositive(t *testing.T) {
 			if got["topic"] != "eventlogging_"+schemaName {
 				t.Errorf("topic = %v", got["topic"])
 			}
+			// Keyed by the uuid, in every topic: every copy of the event
+			// goes to one partition, where the sinks drop the copies.
+			for _, o := range outs {
+				if string(o.Key) != got["uuid"] || len(o.Key) == 0 {
+					t.Errorf("%s: key %q, want the uuid %v", o.Topic, o.Key, got["uuid"])
+				}
+			}
 			for k := range got {
 				if _, ok := c.Expected[k]; !ok && k != "dt" && k != "topic" {
 					t.Errorf("unexpected field %s = %v", k, got[k])

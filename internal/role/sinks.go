@@ -114,9 +114,11 @@ func openSinks(c config.Config, kc kafka.Config, log *slog.Logger, m *Metrics) (
 		MaxBatch:   c.Sink.BatchSize,
 		BatchTime:  c.Sink.BatchTime,
 		Producer:   prod,
-		Creator:    prod.Topics(topicDefaults(c)),
-		Logger:     log.With("component", "sink"),
-		Metrics:    m.sink,
+		// The SQL sink is no Resumer: its unique uuid drops copies.
+		DedupeWindow: c.Sink.DedupeWindow,
+		Creator:      prod.Topics(topicDefaults(c)),
+		Logger:       log.With("component", "sink"),
+		Metrics:      m.sink,
 	}
 	var runs []func(context.Context) error
 	// addRun adds the run of s (sink.Run closes it), the sink name

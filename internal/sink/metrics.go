@@ -18,6 +18,7 @@ type Metrics struct {
 	errors    *prometheus.CounterVec
 	retries   *prometheus.CounterVec
 	canary    *prometheus.GaugeVec
+	dups      *prometheus.CounterVec
 
 	mu sync.Mutex
 	// later names the sinks that publish later than they write (the file
@@ -58,9 +59,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "eventlogging_canary_last_seen_timestamp_seconds",
 			Help: "When a sink last saw a canary event of the stream (Unix time).",
 		}, []string{"sink", "stream"}),
+		dups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventlogging_sink_duplicates_dropped_total",
+			Help: "Records a file or Iceberg sink did not store because an event of the same uuid is in the last sink.dedupe_window records of its partition (a batch processed again, a synchronous POST produced twice).",
+		}, []string{"sink"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.rows, m.published, m.batch, m.write, m.errors, m.retries, m.canary)
+		reg.MustRegister(m.rows, m.published, m.batch, m.write, m.errors, m.retries, m.canary, m.dups)
 	}
 	return m
 }
@@ -138,4 +143,12 @@ func (m *Metrics) retried(sink string) {
 	if m != nil {
 		m.retries.WithLabelValues(sink).Inc()
 	}
+}
+
+// duplicates counts records a sink dropped as copies of an event it holds.
+func (m *Metrics) duplicates(sink string, n int) {
+	if m == nil || n == 0 {
+		return
+	}
+	m.dups.WithLabelValues(sink).Add(float64(n))
 }

@@ -54,6 +54,13 @@ type Config struct {
 	Logger  *slog.Logger
 	// Metrics measures the sink; nil measures nothing.
 	Metrics *Metrics
+	// DedupeWindow, for a Resumer (the file and Iceberg sinks), is how
+	// many records of each partition are remembered by key (the event's
+	// uuid) so that a copy of an event within that distance is dropped
+	// (see dedupe); each assignment rereads as many before the sink's
+	// start offset. At most this many 16-byte keys per assigned partition
+	// are held (about 50 bytes each). 0 or less: off, every record stored.
+	DedupeWindow int
 }
 
 func (c *Config) defaults() {
@@ -120,6 +127,12 @@ func Run(ctx context.Context, cfg Config, s Sink) error {
 	if r, ok := s.(Revoker); ok {
 		bc.Revoked = r.Revoked
 	}
+	var dd *dedupe
+	if _, ok := s.(Resumer); ok && cfg.DedupeWindow > 0 {
+		dd = newDedupe(cfg.DedupeWindow)
+		bc.StartOffsets = dd.startOffsets(bc.StartOffsets)
+		bc.Revoked = dd.revoked(bc.Revoked)
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var fatal error // set by the maintainer before it stops the run
@@ -134,8 +147,21 @@ func Run(ctx context.Context, cfg Config, s Sink) error {
 	} else {
 		close(done)
 	}
+	var kept []kafka.Record
 	err := kafka.ConsumeBatches(runCtx, bc, func(ctx context.Context, all []kafka.Record) error {
-		return cfg.write(ctx, s, all)
+		if dd == nil {
+			return cfg.write(ctx, s, all)
+		}
+		kept2, add, dups := dd.filter(all, kept)
+		kept = kept2
+		if err := cfg.write(ctx, s, kept); err != nil {
+			return err
+		}
+		// Stored: only now are its keys remembered (a batch written
+		// again after an error is filtered as the first time).
+		dd.remember(add)
+		cfg.Metrics.duplicates(cfg.Name, dups)
+		return nil
 	})
 	stop()
 	<-done

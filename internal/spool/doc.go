@@ -38,11 +38,15 @@
 // first record>.spool, a cursor file and a lock file. Every record is one
 // frame, integers big-endian:
 //
-//	uint32  n, the number of bytes that follow the checksum (2 + len(topic) + len(value))
+//	uint32  n, the number of bytes that follow the checksum (2 + len(field) + len(value))
 //	uint32  CRC-32C (Castagnoli) of those n bytes
-//	uint16  len(topic)
-//	        topic
+//	uint16  len(field)
+//	        field: the topic; for a record with a key, then a zero byte
+//	        (no Kafka topic name holds one) and the key
 //	        value
+//
+// (Spools written before keys were spooled have no zero byte in a field,
+// and read as records without a key.)
 //
 // Records are numbered consecutively across segments; a segment rolls to a
 // new file when a batch would take it past Config.SegmentBytes (a batch is

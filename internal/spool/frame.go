@@ -2,6 +2,7 @@ package spool
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 )
 
 // headerLen is the size of a frame's length and checksum fields.
@@ -30,13 +32,16 @@ func (e *frameError) Error() string { return e.reason }
 func batchSize(recs []Record) (int64, error) {
 	var n int64
 	for i, r := range recs {
-		if len(r.Key) > 0 || len(r.Headers) > 0 {
-			return 0, fmt.Errorf("spool: record %d: keys and headers are not spooled (topic %s)", i, r.Topic)
+		if len(r.Headers) > 0 {
+			return 0, fmt.Errorf("spool: record %d: headers are not spooled (topic %s)", i, r.Topic)
 		}
-		if len(r.Topic) > math.MaxUint16 {
-			return 0, fmt.Errorf("spool: record %d: topic is %d bytes, at most %d fit", i, len(r.Topic), math.MaxUint16)
+		if strings.IndexByte(r.Topic, 0) >= 0 {
+			return 0, fmt.Errorf("spool: record %d: topic %q holds a zero byte", i, r.Topic)
 		}
-		payload := int64(topicLenSize) + int64(len(r.Topic)) + int64(len(r.Value))
+		if fl := fieldLen(r); fl > math.MaxUint16 {
+			return 0, fmt.Errorf("spool: record %d: topic and key are %d bytes, at most %d fit", i, fl, math.MaxUint16)
+		}
+		payload := int64(topicLenSize) + int64(fieldLen(r)) + int64(len(r.Value))
 		if payload > math.MaxUint32 {
 			return 0, fmt.Errorf("spool: record %d: %d bytes, at most %d fit", i, payload, int64(math.MaxUint32))
 		}
@@ -51,15 +56,28 @@ func appendFrames(dst []byte, recs []Record, size int64) []byte {
 	dst = slices.Grow(dst, int(size))
 	for _, r := range recs {
 		start := len(dst)
-		payload := topicLenSize + len(r.Topic) + len(r.Value)
+		payload := topicLenSize + fieldLen(r) + len(r.Value)
 		dst = binary.BigEndian.AppendUint32(dst, uint32(payload))
 		dst = append(dst, 0, 0, 0, 0) // checksum, filled in below
-		dst = binary.BigEndian.AppendUint16(dst, uint16(len(r.Topic)))
+		dst = binary.BigEndian.AppendUint16(dst, uint16(fieldLen(r)))
 		dst = append(dst, r.Topic...)
+		if r.Key != nil {
+			dst = append(dst, 0)
+			dst = append(dst, r.Key...)
+		}
 		dst = append(dst, r.Value...)
 		binary.BigEndian.PutUint32(dst[start+4:], crc32.Checksum(dst[start+headerLen:], castagnoli))
 	}
 	return dst
+}
+
+// fieldLen is the length of r's topic field: the topic, then, when r has
+// a key, a zero byte (which no Kafka topic name holds) and the key.
+func fieldLen(r Record) int {
+	if r.Key == nil {
+		return len(r.Topic)
+	}
+	return len(r.Topic) + 1 + len(r.Key)
 }
 
 // readHeader reads a frame header from r, where remaining bytes are left
@@ -122,11 +140,16 @@ func readFrame(r *bufio.Reader, remaining int64, lastTopic string) (Record, int6
 		return Record{}, 0, err
 	}
 	tl := int(binary.BigEndian.Uint16(p))
-	topic := lastTopic
-	if string(p[topicLenSize:topicLenSize+tl]) != lastTopic {
-		topic = string(p[topicLenSize : topicLenSize+tl])
+	field := p[topicLenSize : topicLenSize+tl]
+	var key []byte
+	if i := bytes.IndexByte(field, 0); i >= 0 {
+		field, key = field[:i], field[i+1:len(field):len(field)]
 	}
-	return Record{Topic: topic, Value: p[topicLenSize+tl:]}, headerLen + n, nil
+	topic := lastTopic
+	if string(field) != lastTopic {
+		topic = string(field)
+	}
+	return Record{Topic: topic, Key: key, Value: p[topicLenSize+tl:]}, headerLen + n, nil
 }
 
 // scanFrame validates one frame without keeping it, streaming the payload

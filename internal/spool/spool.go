@@ -862,10 +862,9 @@ func (q *Queue) Close() error {
 	return nil
 }
 
-// FrameSize is how many bytes a record with a topic of topicLen bytes and a
-// value of valueLen bytes takes in the spool.
-func FrameSize(topicLen, valueLen int) int64 {
-	return headerLen + topicLenSize + int64(topicLen) + int64(valueLen)
+// FrameSize is how many bytes r takes in the spool.
+func FrameSize(r Record) int64 {
+	return headerLen + topicLenSize + int64(fieldLen(r)) + int64(len(r.Value))
 }
 
 // Room returns how many bytes of frames (see FrameSize) Append could still

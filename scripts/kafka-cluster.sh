@@ -15,6 +15,9 @@
 #                             the nodes that answer; exit 1 when none does
 #   scripts/kafka-cluster.sh kill N
 #                             SIGKILL node N (1..3) and wait until it is gone
+#   scripts/kafka-cluster.sh signal N STOP|CONT
+#                             SIGSTOP or SIGCONT node N: a stopped node answers
+#                             nobody, as if the network cut it off
 #   scripts/kafka-cluster.sh restart N
 #                             start node N again (SIGTERM first if it runs) and
 #                             wait until it answers metadata
@@ -243,6 +246,24 @@ kill_node() {
 	log "node $n SIGKILLed (pid $pid)"
 }
 
+signal_node() {
+	check_node "$1"
+	local n=$1 sig=${2:-}
+	case "$sig" in
+	STOP | CONT) ;;
+	*)
+		log "usage: signal N STOP|CONT"
+		exit 2
+		;;
+	esac
+	if ! node_alive "$n"; then
+		log "node $n is not running"
+		exit 1
+	fi
+	kill "-$sig" "$(cat "$(pidfile "$n")")"
+	log "node $n SIG$sig"
+}
+
 restart_node() {
 	check_node "$1"
 	local n=$1
@@ -299,6 +320,7 @@ start) start "${2:-}" ;;
 stop) stop ;;
 status) status ;;
 kill) kill_node "${2:-}" ;;
+signal) signal_node "${2:-}" "${3:-}" ;;
 restart) restart_node "${2:-}" ;;
 leader) leader "${2:-}" "${3:-}" ;;
 bootstrap) bootstrap ;;

@@ -7,14 +7,15 @@
 #
 # Starts, each fresh and under the run dir: a three-node Kafka KRaft cluster
 # (scripts/kafka-cluster.sh), PostgreSQL (scripts/db.sh), the S3 store
-# (scripts/s3.sh); then `soak run` (test/soak) starts two registries, two
-# intakes (intake.ack: kafka), two processors, a PostgreSQL sink and two
-# Parquet sinks in one consumer group on one S3 target, each its own OS
+# (scripts/s3.sh), and as root a tmpfs for each intake's spool; then
+# `soak run` (test/soak) starts two registries, two intakes (intake.ack:
+# kafka), two processors, a PostgreSQL sink, two Parquet sinks in one
+# consumer group on one S3 target and an Iceberg sink, each its own OS
 # process with its own log, offers N minutes of load (beacons, synchronous
 # and hasty POSTs, about 5 % invalid) while the nemesis injects a fault every
 # 10-30 s (seeded: --seed reproduces the schedule), and waits for the
 # pipeline to drain; `soak check` then reads PostgreSQL, the Parquet files on
-# S3 and the error topic. Exit status: the checker's (0: nothing lost,
+# S3, the Iceberg tables and the error topics. Exit status: the checker's (0: nothing lost,
 # duplicated or invented; 1: findings; 2: usage). Every service this script
 # started is stopped at the end; --keep keeps the run dir (kept anyway when
 # the check fails).
@@ -55,10 +56,20 @@ export POSTGRES_PORT=$((base + 32)) DB_RUN_DIR=$run/db
 export EVENTLOGGING_S3_PORT=$((base + 33)) S3_RUN_DIR=$run/s3
 export KAFKA_HEAP=${KAFKA_HEAP:-320m}
 
+# The intakes' spools each on a small tmpfs (as root), which the nemesis
+# fills for its spool-full fault.
+unmount_spools() {
+	local m
+	for m in $(awk -v d="$run/" 'index($2, d) == 1 { print $2 }' /proc/mounts 2>/dev/null); do
+		umount "$m" || true
+	done
+}
+
 started=()
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
 	local rc=$?
+	unmount_spools
 	for s in "${started[@]}"; do
 		case "$s" in
 		kafka) "$here/kafka-cluster.sh" stop || true ;;
@@ -76,9 +87,18 @@ cleanup() {
 trap cleanup EXIT
 
 t0=$SECONDS
+unmount_spools
 rm -rf "$run"
-mkdir -p "$run/bin"
+mkdir -p "$run/bin" "$run/spool1" "$run/spool2"
 chmod 0755 "$run"
+if [ "$(id -u)" = 0 ]; then
+	for s in spool1 spool2; do
+		mount -t tmpfs -o size=256m,mode=0700 "soak-$s" "$run/$s" ||
+			log "no tmpfs on $run/$s: the spool-full fault only cuts a broker off"
+	done
+else
+	log "not root: the spools are not on a tmpfs, and the spool-full fault only cuts a broker off"
+fi
 log "building eventlogging and soak"
 (cd "$root" && go build -o "$run/bin/eventlogging" ./cmd/eventlogging && go build -o "$run/bin/soak" ./test/soak)
 

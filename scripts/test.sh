@@ -166,8 +166,8 @@ helm lint --strict deploy/helm/eventlogging
 # they run without the race detector, one after another (they skip under
 # -race; EVENTLOGGING_LONG_FAULTS=1 makes the fault runs long), and so do
 # the 100,000-event runs into S3, HDFS and Iceberg (and three sinks sharing
-# one S3 or HDFS target); then every test with
-# -race.
+# one S3 or HDFS target), then the 5-minute chaos soak; then every test
+# with -race.
 load_rc=0
 if [ $# -eq 0 ]; then
 	scripts/fuzz.sh "${FUZZ_SECONDS:-4}" || load_rc=$?
@@ -176,6 +176,10 @@ if [ $# -eq 0 ]; then
 	go test -count=1 -timeout "$fault_timeout" -p 1 -v \
 		-run '^(TestDashboardUnderLoad|TestHostileRequestsWithTraffic|TestOverload|TestClusterFailover|TestClientPHPKafkaLeaderKill|TestProcessCrashes|TestSpoolDiskFull|TestBrokerDown|TestWarehouse|TestFileSinksShareTarget|TestIcebergStandalone)$' \
 		./test/e2e || load_rc=$?
+	# The chaos soak (docs/reliability.md): a whole deployment under one
+	# fault after another; SOAK_SEED picks another fault schedule,
+	# SOAK_MINUTES a longer run.
+	scripts/soak.sh --minutes "${SOAK_MINUTES:-5}" --seed "${SOAK_SEED:-1}" || load_rc=$?
 fi
 go test -count=1 -race -timeout 20m "$@" ./...
 exit "$load_rc"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -28,11 +29,13 @@ var faultKinds = []struct {
 	kind   string
 	weight int
 }{
-	{"kill", 35},     // SIGKILL a role instance, start it again 0.5–3 s later
-	{"pause", 20},    // SIGSTOP a role instance past the session timeout, then SIGCONT
-	{"broker", 25},   // SIGKILL a Kafka node (often a partition leader), restart it 5–15 s later
-	{"s3", 10},       // stop the S3 store, start it again 5–15 s later
-	{"postgres", 10}, // stop PostgreSQL, start it again 5–15 s later
+	{"kill", 35},      // SIGKILL a role instance, start it again 0.5–3 s later
+	{"pause", 20},     // SIGSTOP a role instance past the session timeout, then SIGCONT
+	{"broker", 20},    // SIGKILL a Kafka node (often a partition leader), restart it 5–15 s later
+	{"partition", 10}, // SIGSTOP a Kafka node (often a leader) 5–15 s: cut off from clients and the other nodes
+	{"spool-full", 5}, // the intakes' spool filesystems filled while a partition fault cuts the raw leader off
+	{"s3", 10},        // stop the S3 store, start it again 5–15 s later
+	{"postgres", 10},  // stop PostgreSQL, start it again 5–15 s later
 }
 
 func (n *nemesis) pick() string {
@@ -79,6 +82,38 @@ func (n *nemesis) run(ctx context.Context) {
 	}
 }
 
+// brokerNode is the Kafka node a broker fault hits: the leader of the raw
+// topic's partition 0 when leader is drawn and the cluster names one,
+// else node.
+func (n *nemesis) brokerNode(ctx context.Context, node int, leader bool) (int, string) {
+	if leader {
+		if out, err := n.script(ctx, "kafka-cluster.sh", "leader", rawTopic, "0"); err == nil {
+			if id, err := strconv.Atoi(strings.TrimSpace(out)); err == nil && id >= 1 && id <= 3 {
+				return id, "leader of " + rawTopic + "/0"
+			}
+		}
+	}
+	return node, "random"
+}
+
+// cutOff SIGSTOPs a Kafka node for down, then SIGCONTs it: to clients
+// and the other nodes it is as if the network cut it off.
+func (n *nemesis) cutOff(ctx context.Context, kind string, node int, leader bool, down time.Duration, details ...any) error {
+	node, how := n.brokerNode(ctx, node, leader)
+	target := fmt.Sprintf("kafka%d", node)
+	if out, err := n.script(ctx, "kafka-cluster.sh", "signal", strconv.Itoa(node), "STOP"); err != nil {
+		return fmt.Errorf("stop %s: %w: %s", target, err, out)
+	}
+	n.hist.add("fault", target, append([]any{"fault", kind, "signal", "SIGSTOP", "chosen", how, "down_ms", down.Milliseconds()}, details...)...)
+	time.Sleep(down)
+	out, err := n.script(ctx, "kafka-cluster.sh", "signal", strconv.Itoa(node), "CONT")
+	n.hist.add("recovered", target, "fault", kind, "signal", "SIGCONT")
+	if err != nil {
+		return fmt.Errorf("continue %s: %w: %s", target, err, out)
+	}
+	return nil
+}
+
 func (n *nemesis) inject(ctx context.Context, kind string, roleIdx, node int, leader bool, down, killDown, pause time.Duration) error {
 	switch kind {
 	case "kill":
@@ -97,15 +132,31 @@ func (n *nemesis) inject(ctx context.Context, kind string, roleIdx, node int, le
 		r.signal(syscall.SIGCONT)
 		n.hist.add("recovered", r.name, "fault", "pause", "signal", "SIGCONT")
 		return nil
-	case "broker":
-		how := "random"
-		if leader {
-			if out, err := n.script(ctx, "kafka-cluster.sh", "leader", rawTopic, "0"); err == nil {
-				if id, err := strconv.Atoi(strings.TrimSpace(out)); err == nil && id >= 1 && id <= 3 {
-					node, how = id, "leader of "+rawTopic+"/0"
-				}
+	case "spool-full":
+		// The raw topic's leader cut off: produces time out, the intakes
+		// turn to their spools, which have no room: they must answer 503
+		// (not acknowledge) rather than lose what they answered.
+		var fillers []string
+		var free []int64
+		for i := range len(n.d.intakes) {
+			f, left, err := fillFS(filepath.Join(n.d.dir, fmt.Sprintf("spool%d", i+1)))
+			if err != nil {
+				n.hist.add("fault-error", "spool-full", "error", err.Error())
+				continue
 			}
+			fillers = append(fillers, f)
+			free = append(free, left)
 		}
+		defer func() {
+			for _, f := range fillers {
+				_ = os.Remove(f)
+			}
+		}()
+		return n.cutOff(ctx, "spool-full", node, true, down, "spools_filled", len(fillers), "free_bytes", free)
+	case "partition":
+		return n.cutOff(ctx, "partition", node, leader, down)
+	case "broker":
+		node, how := n.brokerNode(ctx, node, leader)
 		target := fmt.Sprintf("kafka%d", node)
 		if out, err := n.script(ctx, "kafka-cluster.sh", "kill", strconv.Itoa(node)); err != nil {
 			return fmt.Errorf("kill %s: %w: %s", target, err, out)
@@ -150,4 +201,43 @@ func (n *nemesis) script(ctx context.Context, name string, args ...string) (stri
 	defer cancel()
 	out, err := exec.CommandContext(ctx, filepath.Join(n.scripts, name), args...).CombinedOutput()
 	return string(out), err
+}
+
+// fillFS fills the tmpfs mounted on dir (scripts/soak.sh mounts one on
+// each intake's spool, as root) with one file, leaving the spool's default
+// reserve (5 % of the filesystem) and 128 KiB free: the spool has room for
+// about 128 KiB more. It returns the file and the bytes left free; an
+// error when dir is no tmpfs (not root) or the file cannot be made.
+func fillFS(dir string) (string, int64, error) {
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		return "", 0, err
+	}
+	const tmpfsMagic = 0x01021994
+	if fs.Type != tmpfsMagic {
+		return "", 0, fmt.Errorf("%s is no tmpfs (soak.sh mounts one as root): not filled", dir)
+	}
+	size := int64(fs.Blocks) * fs.Bsize
+	free := int64(fs.Bavail) * fs.Bsize
+	fill := free - size*5/100 - 128<<10
+	if fill <= 0 {
+		return "", free, fmt.Errorf("%s has %d bytes free: nothing to fill", dir, free)
+	}
+	name := filepath.Join(dir, "soak-filler")
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", free, err
+	}
+	err = syscall.Fallocate(int(f.Fd()), 0, 0, fill)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(name)
+		return "", free, fmt.Errorf("fill %s: %w", dir, err)
+	}
+	if err := syscall.Statfs(dir, &fs); err == nil {
+		free = int64(fs.Bavail) * fs.Bsize
+	}
+	return name, free, nil
 }

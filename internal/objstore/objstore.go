@@ -47,8 +47,9 @@ type Store interface {
 	// key. Hidden temporary objects of unfinished writes are not listed.
 	List(ctx context.Context, prefix string) ([]Object, error)
 	// GetVersion returns an object's content and its version, an opaque
-	// token for PutIf (S3: the ETag; HDFS and Dir: a hash of the content);
-	// an error wrapping ErrNotExist when there is none.
+	// token for PutIf (S3: the ETag; HDFS and Dir: a hash of the content),
+	// the content being that version's even while another writer puts
+	// the object; an error wrapping ErrNotExist when there is none.
 	GetVersion(ctx context.Context, key string) (b []byte, version string, err error)
 	// PutIf stores b under key only if the object is still at version
 	// match ("": only if there is no object), the check and the write one

@@ -3,6 +3,8 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"crypto/md5" //nolint:gosec // S3 ETags are MD5s; used to check one, not to protect anything
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -136,6 +138,59 @@ func (s *s3Store) GetVersion(ctx context.Context, key string) ([]byte, string, e
 	if err != nil {
 		return nil, "", err
 	}
+	// A store that keeps an object's metadata apart from its data can
+	// answer a GET made during a PUT with the body of one and the ETag of
+	// the other (versitygw with sidecar metadata does, in about one read
+	// of five under concurrent writes): a compare-and-swap on that ETag
+	// would then overwrite content nobody read, and the file sink's fence
+	// would let a second writer in (the chaos soak's seed 30). So the
+	// body must be the ETag's: an ETag that is an MD5 (a single-part
+	// upload's, as S3 makes it unless the object is encrypted with KMS or
+	// a customer key) must be the body's MD5, else the object is read
+	// again; an ETag that is no MD5 of the body is taken once the same
+	// body and ETag were read consistentReads times in a row.
+	var prevTag string
+	var prevSum [md5.Size]byte
+	same := 0
+	for attempt := 1; ; attempt++ {
+		b, etag, err := s.getOnce(ctx, k, key)
+		if err != nil {
+			return nil, "", err
+		}
+		sum := md5.Sum(b)
+		if strings.Trim(etag, `"`) == hex.EncodeToString(sum[:]) {
+			return b, etag, nil
+		}
+		if etag == prevTag && sum == prevSum {
+			same++
+		} else {
+			same = 1
+		}
+		if same >= consistentReads {
+			return b, etag, nil
+		}
+		if attempt >= maxVersionReads {
+			return nil, "", s.wrap("get", key, fmt.Errorf("%d reads gave bodies that are not their ETag's: the store cannot fence writers", attempt))
+		}
+		prevTag, prevSum = etag, sum
+		t := time.NewTimer(time.Duration(attempt) * 20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, "", s.wrap("get", key, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// consistentReads and maxVersionReads bound GetVersion's reads of an
+// object whose body is not its ETag's MD5.
+const (
+	consistentReads = 5
+	maxVersionReads = 20
+)
+
+func (s *s3Store) getOnce(ctx context.Context, k *string, key string) ([]byte, string, error) {
 	out, err := s.c.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: k})
 	if err != nil {
 		if isNotFound(err) {

@@ -147,12 +147,16 @@ func (n *nemesis) inject(ctx context.Context, kind string, roleIdx, node int, le
 			fillers = append(fillers, f)
 			free = append(free, left)
 		}
-		defer func() {
-			for _, f := range fillers {
-				_ = os.Remove(f)
-			}
-		}()
-		return n.cutOff(ctx, "spool-full", node, true, down, "spools_filled", len(fillers), "free_bytes", free)
+		err := n.cutOff(ctx, "spool-full", node, true, down, "spools_filled", len(fillers), "free_bytes", free)
+		// The produces under way when the node stopped fail up to the
+		// intake's 10 s bound after it stopped, so after it came back
+		// too: the spools stay full that long.
+		time.Sleep(spoolFullAfter)
+		for _, f := range fillers {
+			_ = os.Remove(f)
+		}
+		n.hist.add("spools-freed", "spools", "removed", len(fillers))
+		return err
 	case "partition":
 		return n.cutOff(ctx, "partition", node, leader, down)
 	case "broker":
@@ -203,10 +207,14 @@ func (n *nemesis) script(ctx context.Context, name string, args ...string) (stri
 	return string(out), err
 }
 
+// spoolFullAfter is how long the spools stay full after the cut-off node
+// is back: the intake's produce bound (10 s) and a little.
+const spoolFullAfter = 12 * time.Second
+
 // fillFS fills the tmpfs mounted on dir (scripts/soak.sh mounts one on
 // each intake's spool, as root) with one file, leaving the spool's default
-// reserve (5 % of the filesystem) and 128 KiB free: the spool has room for
-// about 128 KiB more. It returns the file and the bytes left free; an
+// reserve (5 % of the filesystem) and 16 KiB free: the spool has room for
+// about 16 KiB more (some 30 beacons). It returns the file and the bytes left free; an
 // error when dir is no tmpfs (not root) or the file cannot be made.
 func fillFS(dir string) (string, int64, error) {
 	var fs syscall.Statfs_t
@@ -219,7 +227,7 @@ func fillFS(dir string) (string, int64, error) {
 	}
 	size := int64(fs.Blocks) * fs.Bsize
 	free := int64(fs.Bavail) * fs.Bsize
-	fill := free - size*5/100 - 128<<10
+	fill := free - size*5/100 - 16<<10
 	if fill <= 0 {
 		return "", free, fmt.Errorf("%s has %d bytes free: nothing to fill", dir, free)
 	}

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/eventlogging/eventlogging/internal/capsule"
 	"github.com/eventlogging/eventlogging/internal/iphash"
@@ -262,11 +264,12 @@ func (p *Processor) finish(ctx context.Context, s *scratch, raw []byte, line *ra
 		fail.violations = capsule.BoundViolations(fail.violations)
 		fail.message = capsule.Truncate(fail.message, capsule.MaxMessageBytes)
 		p.cfg.Metrics.count(fail.label, fail.code)
-		out = append(out, Output{Topic: p.cfg.ErrorTopic, Key: uuidKey(c.UUID), Value: p.errorValue(p.storedRaw(raw, line, fl), len(raw), src, fl, c, fail)})
+		ev := p.errorValue(p.storedRaw(raw, line, fl), len(raw), src, fl, c, fail)
+		out = append(out, Output{Topic: p.cfg.ErrorTopic, Key: uuidKey(ev, c.UUID), Value: ev})
 		return out, Result{UUID: c.UUID, Code: fail.code, Message: fail.message, Errors: fail.violations}
 	}
 	p.cfg.Metrics.count(r.label, "")
-	key := uuidKey(c.UUID)
+	key := uuidKey(r.value, c.UUID)
 	if r.topics == nil {
 		out = append(out, Output{Topic: r.topic, Key: key, Value: r.value})
 		return out, Result{UUID: c.UUID, Topic: r.topic}
@@ -277,14 +280,19 @@ func (p *Processor) finish(ctx context.Context, s *scratch, raw []byte, line *ra
 	return out, Result{UUID: c.UUID, Topic: r.topics[0]}
 }
 
-// uuidKey is the Kafka key of an event's records: its uuid (nil when it
-// has none). Every copy of an event (a batch processed again after a
-// crash, a synchronous POST spooled after an ambiguous produce) then goes
-// to the same partition of its topic, where the file and Iceberg sinks
-// drop the copies (sink.Config.DedupeWindow).
-func uuidKey(uuid string) []byte {
+// uuidKey is the Kafka key of an event's record of value: its uuid (nil
+// when it has none). Every copy of an event (a batch processed again
+// after a crash, a synchronous POST spooled after an ambiguous produce)
+// then goes to the same partition of its topic, where the file and
+// Iceberg sinks drop the copies (sink.Config.DedupeWindow). The key is
+// the uuid's bytes in value, which holds it, so that it costs no
+// allocation; a copy when it does not.
+func uuidKey(value []byte, uuid string) []byte {
 	if uuid == "" {
 		return nil
+	}
+	if i := bytes.Index(value, unsafe.Slice(unsafe.StringData(uuid), len(uuid))); i >= 0 {
+		return value[i : i+len(uuid) : i+len(uuid)]
 	}
 	return []byte(uuid)
 }

@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventlogging/eventlogging/internal/kafka"
 	"github.com/eventlogging/eventlogging/internal/sink"
@@ -29,36 +26,6 @@ import (
 
 const dedupeTopic = "eventlogging_Test"
 
-// dedupeKafka is a kfake cluster with dedupeTopic (3 partitions) and the
-// sink-error topic, and what the test produced into it.
-type dedupeKafka struct {
-	t        *testing.T
-	brokers  []string
-	cl       *kgo.Client
-	adm      *kadm.Client
-	produced map[string]int   // uuid → records produced
-	partOf   map[string]int32 // uuid → its partition
-	ends     map[int32]int64  // partition → end offset (next to produce)
-}
-
-func newDedupeKafka(t *testing.T) *dedupeKafka {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, dedupeTopic), kfake.SeedTopics(1, sink.DefaultErrorTopic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	// The default partitioner hashes the key, as the processor's producer
-	// does: every copy of an event lands in the partition of the first.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return &dedupeKafka{t: t, brokers: c.ListenAddrs(), cl: cl, adm: kadm.NewClient(cl),
-		produced: map[string]int{}, partOf: map[string]int32{}, ends: map[int32]int64{}}
-}
-
 // eventRecord is event i: a capsule of Test/1 (testsupport.CapsuleRecord)
 // whose uuid is the key, received i seconds after base. A copy is the same
 // key and value.
@@ -68,74 +35,13 @@ func eventRecord(i int) (uuid string, value []byte) {
 }
 
 // produce produces events (a number again is a copy), in order.
-func (k *dedupeKafka) produce(events ...int) {
-	k.t.Helper()
-	var recs []*kgo.Record
+func produce(k *testsupport.KeyedTopic, events ...int) {
+	recs := make([]testsupport.KeyedRecord, 0, len(events))
 	for _, i := range events {
 		u, v := eventRecord(i)
-		recs = append(recs, &kgo.Record{Topic: dedupeTopic, Key: []byte(u), Value: v})
+		recs = append(recs, testsupport.KeyedRecord{UUID: u, Value: v})
 	}
-	res := k.cl.ProduceSync(k.t.Context(), recs...)
-	if err := res.FirstErr(); err != nil {
-		k.t.Fatal(err)
-	}
-	for _, r := range res {
-		u := string(r.Record.Key)
-		if p, ok := k.partOf[u]; ok && p != r.Record.Partition {
-			k.t.Fatalf("a copy of %s produced to partition %d, the first to %d", u, r.Record.Partition, p)
-		}
-		k.partOf[u] = r.Record.Partition
-		k.produced[u]++
-		k.ends[r.Record.Partition] = max(k.ends[r.Record.Partition], r.Record.Offset+1)
-	}
-}
-
-// consumed reports whether group committed the end offset of every
-// partition: every record produced was stored or dropped as a copy.
-func (k *dedupeKafka) consumed(group string) bool {
-	offs, err := k.adm.FetchOffsets(k.t.Context(), group)
-	if err != nil {
-		return false
-	}
-	for p, end := range k.ends {
-		o, ok := offs.Lookup(dedupeTopic, p)
-		if !ok || o.Err != nil || o.At < end {
-			return false
-		}
-	}
-	return true
-}
-
-// copies counts the records produced beyond the first of their event.
-func (k *dedupeKafka) copies() int {
-	n := 0
-	for _, c := range k.produced {
-		n += c - 1
-	}
-	return n
-}
-
-// duplicatesDropped reads eventlogging_sink_duplicates_dropped_total of a
-// sink from reg.
-func duplicatesDropped(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() != "eventlogging_sink_duplicates_dropped_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "sink" && l.GetValue() == name {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	k.Produce(recs...)
 }
 
 // dedupeConfig is e's Config committing once 60 rows wait (several
@@ -149,17 +55,17 @@ func dedupeConfig(t *testing.T, e env) Config {
 // dedupeRun runs a new Iceberg sink over e through sink.Run until the
 // group has committed every record produced, then stops it (Close commits
 // the buffered rows).
-func dedupeRun(t *testing.T, k *dedupeKafka, e env, window, maxBatch int, m *sink.Metrics) {
+func dedupeRun(t *testing.T, k *testsupport.KeyedTopic, e env, window, maxBatch int, m *sink.Metrics) {
 	t.Helper()
 	s := openSink(t, dedupeConfig(t, e))
-	prod, err := kafka.NewProducer(kafka.ProducerConfig{Kafka: kafka.Config{Brokers: k.brokers}})
+	prod, err := kafka.NewProducer(kafka.ProducerConfig{Kafka: kafka.Config{Brokers: k.Brokers}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer prod.Close()
 	group := "iceberg-dedupe"
 	cfg := sink.Config{
-		Kafka: kafka.Config{Brokers: k.brokers}, Name: "iceberg", Group: group,
+		Kafka: kafka.Config{Brokers: k.Brokers}, Name: "iceberg", Group: group,
 		Topics: []string{dedupeTopic}, MaxBatch: maxBatch, BatchTime: 20 * time.Millisecond,
 		MaintainEvery: 20 * time.Millisecond, Producer: prod, Logger: testsupport.Logger(t),
 		Metrics: m, DedupeWindow: window,
@@ -169,7 +75,7 @@ func dedupeRun(t *testing.T, k *dedupeKafka, e env, window, maxBatch int, m *sin
 	done := make(chan error, 1)
 	go func() { done <- sink.Run(ctx, cfg, s) }()
 	deadline := time.Now().Add(30 * time.Second)
-	for !k.consumed(group) {
+	for !k.Consumed(group) {
 		select {
 		case err := <-done:
 			t.Fatalf("sink.Run returned before consuming everything: %v", err)
@@ -178,7 +84,7 @@ func dedupeRun(t *testing.T, k *dedupeKafka, e env, window, maxBatch int, m *sin
 		if time.Now().After(deadline) {
 			cancel()
 			<-done
-			t.Fatalf("the group did not commit the end offsets %v within 30 s", k.ends)
+			t.Fatalf("the group did not commit the end offsets %v within 30 s", k.Ends)
 		}
 	}
 	cancel()
@@ -192,7 +98,7 @@ func dedupeRun(t *testing.T, k *dedupeKafka, e env, window, maxBatch int, m *sin
 // window on, as often as produced with it off. It returns the rows, the
 // uuids stored more than once, the snapshots and the current one's
 // complete offsets.
-func checkStored(t *testing.T, k *dedupeKafka, e env, window int, when string) (rows, twice, snapshots int, complete string) {
+func checkStored(t *testing.T, k *testsupport.KeyedTopic, e env, window int, when string) (rows, twice, snapshots int, complete string) {
 	t.Helper()
 	s := openSink(t, dedupeConfig(t, e))
 	defer s.Close()
@@ -200,26 +106,26 @@ func checkStored(t *testing.T, k *dedupeKafka, e env, window int, when string) (
 	all := scanRows(t, tbl)
 	byUUID := countBy(all, "uuid")
 	var bad []string
-	for u, n := range k.produced {
+	for u, n := range k.Produced {
 		want := n
 		if window > 0 {
 			want = 1
 		}
 		if got := byUUID[u]; got != want {
-			bad = append(bad, fmt.Sprintf("%s (partition %d, produced %d): stored %d, want %d", u[:8], k.partOf[u], n, got, want))
+			bad = append(bad, fmt.Sprintf("%s (partition %d, produced %d): stored %d, want %d", u[:8], k.PartOf[u], n, got, want))
 		}
 	}
 	for u, n := range byUUID {
 		if n > 1 {
 			twice++
 		}
-		if _, ok := k.produced[u]; !ok {
+		if _, ok := k.Produced[u]; !ok {
 			bad = append(bad, fmt.Sprintf("%s: stored %d, never produced", u, n))
 		}
 	}
 	slices.Sort(bad)
 	if len(bad) > 0 {
-		t.Errorf("%s: %d of %d events stored a wrong number of times, e.g.:\n%v", when, len(bad), len(k.produced), bad[:min(10, len(bad))])
+		t.Errorf("%s: %d of %d events stored a wrong number of times, e.g.:\n%v", when, len(bad), len(k.Produced), bad[:min(10, len(bad))])
 	}
 	return len(all), twice, len(tbl.Metadata().Snapshots()), tbl.CurrentSnapshot().Summary.Properties[PropComplete]
 }
@@ -256,21 +162,21 @@ func TestDedupeThroughRun(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
-			k := newDedupeKafka(t)
+			k := testsupport.NewKeyedTopic(t, dedupeTopic, sink.DefaultErrorTopic)
 			e := sqliteEnv(t)
 			reg := prometheus.NewRegistry()
 			m := sink.NewMetrics(reg)
 
 			// Run 1, batches of 7: copies in the same run (maybe the same
 			// batch), and copies last in the partitions.
-			k.produce(seq(0, 300)...)
-			k.produce(5, 5, 17, 150)
-			k.produce(seq(280, 300)...)
-			ends1 := maps.Clone(k.ends)
+			produce(k, seq(0, 300)...)
+			produce(k, 5, 5, 17, 150)
+			produce(k, seq(280, 300)...)
+			ends1 := maps.Clone(k.Ends)
 			dedupeRun(t, k, e, c.window, 7, m)
 			rows, twice, snaps, comp := checkStored(t, k, e, c.window, "after run 1")
 			t.Logf("run 1: %d events, %d copies produced; %d rows stored in %d snapshots, %d uuids more than once; partition ends %v, %s %s",
-				len(k.produced), k.copies(), rows, snaps, twice, ends1, PropComplete, comp)
+				len(k.Produced), k.Copies(), rows, snaps, twice, ends1, PropComplete, comp)
 			if c.window > 0 {
 				// The dropped copies at a partition's end are past its
 				// complete offset: the restart reads them again.
@@ -287,22 +193,22 @@ func TestDedupeThroughRun(t *testing.T) {
 			// produced again far back (still within the window), one
 			// near the end, new events with copies among them, and copies
 			// last again.
-			k.produce(seq(0, 40)...)
-			k.produce(seq(250, 300)...)
-			k.produce(seq(300, 360)...)
-			k.produce(seq(310, 320)...)
-			k.produce(seq(360, 380)...)
-			k.produce(seq(370, 380)...)
+			produce(k, seq(0, 40)...)
+			produce(k, seq(250, 300)...)
+			produce(k, seq(300, 360)...)
+			produce(k, seq(310, 320)...)
+			produce(k, seq(360, 380)...)
+			produce(k, seq(370, 380)...)
 			dedupeRun(t, k, e, c.window, 64, m)
 			rows, twice, snaps, comp = checkStored(t, k, e, c.window, "after run 2")
-			dups := duplicatesDropped(t, reg, "iceberg")
+			dups := testsupport.DuplicatesDropped(t, reg, "iceberg")
 			t.Logf("run 2: %d events, %d copies produced; %d rows stored in %d snapshots, %d uuids more than once; duplicates dropped (metric) %v; partition ends %v, %s %s; %v",
-				len(k.produced), k.copies(), rows, snaps, twice, dups, k.ends, PropComplete, comp, time.Since(start).Round(time.Millisecond))
+				len(k.Produced), k.Copies(), rows, snaps, twice, dups, k.Ends, PropComplete, comp, time.Since(start).Round(time.Millisecond))
 			switch {
-			case c.window > 0 && (rows != len(k.produced) || dups < float64(k.copies())):
-				t.Errorf("window on: %d rows, %v duplicates dropped; want %d rows, at least %d dropped", rows, dups, len(k.produced), k.copies())
-			case c.window == 0 && (rows != len(k.produced)+k.copies() || dups != 0):
-				t.Errorf("window off: %d rows, %v duplicates dropped; want %d rows, none dropped", rows, dups, len(k.produced)+k.copies())
+			case c.window > 0 && (rows != len(k.Produced) || dups < float64(k.Copies())):
+				t.Errorf("window on: %d rows, %v duplicates dropped; want %d rows, at least %d dropped", rows, dups, len(k.Produced), k.Copies())
+			case c.window == 0 && (rows != len(k.Produced)+k.Copies() || dups != 0):
+				t.Errorf("window off: %d rows, %v duplicates dropped; want %d rows, none dropped", rows, dups, len(k.Produced)+k.Copies())
 			}
 		})
 	}

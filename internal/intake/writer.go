@@ -360,10 +360,7 @@ func (w *Writer) replayOnce(ctx context.Context) (int, error) {
 	if err != nil || len(recs) == 0 {
 		return 0, err
 	}
-	msgs := make([]kafka.Message, len(recs))
-	for i, r := range recs {
-		msgs[i] = kafka.Message{Topic: r.Topic, Key: r.Key, Value: r.Value}
-	}
+	msgs := recs // a spooled record is the message, key included
 	sctx, cancel := context.WithTimeout(ctx, w.cfg.SyncTimeout)
 	defer cancel()
 	res, perr := w.produce(sctx, msgs)

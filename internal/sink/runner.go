@@ -121,17 +121,17 @@ func Run(ctx context.Context, cfg Config, s Sink) error {
 	bc := kafka.BatchConfig{Kafka: cfg.Kafka, Group: cfg.Group, Topics: cfg.Topics, TopicRegex: cfg.TopicRegex,
 		Exclude: cfg.Exclude, MaxBatch: cfg.MaxBatch, BatchTime: cfg.BatchTime,
 		ShutdownTimeout: cfg.ShutdownTimeout, Logger: cfg.Logger}
-	if r, ok := s.(Resumer); ok {
-		bc.StartOffsets = r.StartOffsets
-	}
 	if r, ok := s.(Revoker); ok {
 		bc.Revoked = r.Revoked
 	}
 	var dd *dedupe
-	if _, ok := s.(Resumer); ok && cfg.DedupeWindow > 0 {
-		dd = newDedupe(cfg.DedupeWindow)
-		bc.StartOffsets = dd.startOffsets(bc.StartOffsets)
-		bc.Revoked = dd.revoked(bc.Revoked)
+	if r, ok := s.(Resumer); ok {
+		bc.StartOffsets = r.StartOffsets
+		if cfg.DedupeWindow > 0 {
+			dd = newDedupe(cfg.DedupeWindow)
+			bc.StartOffsets = dd.startOffsets(bc.StartOffsets)
+			bc.Revoked = dd.revoked(bc.Revoked)
+		}
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -152,8 +152,9 @@ func Run(ctx context.Context, cfg Config, s Sink) error {
 		if dd == nil {
 			return cfg.write(ctx, s, all)
 		}
-		kept2, add, dups := dd.filter(all, kept)
-		kept = kept2
+		var add []pendingKey
+		var dups int
+		kept, add, dups = dd.filter(all, kept)
 		if err := cfg.write(ctx, s, kept); err != nil {
 			return err
 		}
